@@ -1,0 +1,192 @@
+"""注意力（Attention）：论文 §3.2 的公式 (1)、掩码、多头注意力，§4 的受限注意力，
+以及 FlashAttention 的在线 softmax。
+
+页面按节引用本文件（`--8<-- "snippets/attention.py:sdpa"`）；各节按文件顺序拼接后
+可在全新解释器里独立运行。测试：tests/test_attention.py、tests/test_bad_input.py。
+
+统一约定：
+- mask 一律是 bool 张量，True = 可以看（may attend），False = 遮住；
+- 某个查询的整行都被遮住时，该行输出与权重全为 0，绝不是 NaN；
+- 形状不对、dtype 不对时抛 ValueError / TypeError，消息里写出参数名与形状，绝不悄悄广播。
+"""
+
+# --8<-- [start:imports]
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+# --8<-- [end:imports]
+
+
+# --8<-- [start:sdpa]
+def _shapes(**tensors):
+    """把若干张量的形状写成 "q (2, 5, 16), k (2, 7, 8)"，用在报错信息里。"""
+    return ", ".join(f"{name} {tuple(t.shape)}" for name, t in tensors.items())
+
+
+def _check_qkv(q, k, v):
+    """q (..., n_q, d_k)、k (..., n_k, d_k)、v (..., n_k, d_v)：逐项检查，报错时写出形状。"""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    shapes = _shapes(q=q, k=k, v=v)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}: {shapes}")
+        if t.dtype != q.dtype:
+            raise TypeError(f"{name} has dtype {t.dtype} but q has {q.dtype}: {shapes}")
+        if t.dim() < 2:
+            raise ValueError(f"{name} must have shape (..., n, d), got {t.dim()} dims: {shapes}")
+        if t.shape[:-2] != q.shape[:-2]:
+            raise ValueError(f"{name} has batch dims {tuple(t.shape[:-2])} "
+                             f"but q has {tuple(q.shape[:-2])}: {shapes}")
+        if t.shape[-2] == 0 or t.shape[-1] == 0:
+            raise ValueError(f"{name} is empty (n = 0 or d = 0): {shapes}")
+    if k.shape[-1] != q.shape[-1]:
+        raise ValueError(f"k has d_k={k.shape[-1]} but q has d_k={q.shape[-1]}: {shapes}")
+    if v.shape[-2] != k.shape[-2]:
+        raise ValueError(f"v has n_k={v.shape[-2]} but k has n_k={k.shape[-2]}: {shapes}")
+
+
+def _check_mask(mask, target, shapes):
+    """mask 必须是 bool，并且能广播到 target（比如分数矩阵的形状 (..., n_q, n_k)）。"""
+    if mask is None:
+        return
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        where = f"mask {tuple(mask.shape)}, " if isinstance(mask, torch.Tensor) else ""
+        raise TypeError(f"mask must be a bool tensor (True = may attend), got {got}: {where}{shapes}")
+    try:
+        ok = torch.broadcast_shapes(mask.shape, target) == target
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"mask {tuple(mask.shape)} cannot broadcast to {tuple(target)}: {shapes}")
+
+
+def scaled_dot_product_attention(q, k, v, mask=None):
+    """论文公式 (1)：Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V。
+
+    q (..., n_q, d_k)，k (..., n_k, d_k)，v (..., n_k, d_v)；
+    mask：bool，True = 可以看，能广播到 (..., n_q, n_k)。
+    返回 out (..., n_q, d_v) 和 weights (..., n_q, n_k)。
+    整行被遮住的查询：该行 out 和 weights 全为 0。
+    """
+    _check_qkv(q, k, v)
+    d_k = q.shape[-1]
+    # 每个查询和每个键做点积，再除以 √d_k，让分数的方差回到 1 左右
+    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., n_q, n_k)
+    if mask is not None:
+        _check_mask(mask, scores.shape, _shapes(q=q, k=k, v=v))
+        # 不许看的位置填 -inf：exp(-inf) = 0，它在 softmax 里的权重就是 0
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)  # (..., n_q, n_k)，每行和为 1
+    if mask is not None:
+        # 整行都是 -inf 时 softmax 得 0/0 = NaN；约定这种行的权重全为 0
+        weights = weights.masked_fill(~mask, 0.0)
+    out = weights @ v  # (..., n_q, d_v)：按权重对 v 加权求和
+    return out, weights
+# --8<-- [end:sdpa]
+
+
+# --8<-- [start:masks]
+def causal_mask(n, device=None):
+    """因果掩码，形状 (n, n)：位置 i 只能看 j ≤ i，即对角线及其下方为 True。"""
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"n must be an int, got {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got n={n}: causal mask ({n}, {n}) would be empty")
+    return torch.ones(n, n, dtype=torch.bool, device=device).tril()  # (n, n)
+
+
+def padding_mask(lengths, n):
+    """填充掩码，形状 (batch, 1, n)：第 b 条序列的前 lengths[b] 个位置为 True（真实 token）。
+
+    中间那一维是 1，在 n_q 上广播，所以它能直接：
+    - 传给 scaled_dot_product_attention（3 维分数 (batch, n_q, n)）；
+    - 传给 MultiHeadAttention（它自己补上"头"那一维）；
+    - 与 causal_mask(n) 取 &，得到解码器用的 (batch, n, n)。
+    若要对 4 维分数 (batch, h, n_q, n) 直接使用，先 .unsqueeze(1) 得 (batch, 1, 1, n)。
+    """
+    lengths = torch.as_tensor(lengths)
+    if lengths.is_floating_point() or lengths.is_complex() or lengths.dtype == torch.bool:
+        raise TypeError(f"lengths must hold integers, got {lengths.dtype}: lengths {tuple(lengths.shape)}")
+    if lengths.dim() != 1:
+        raise ValueError(f"lengths must have shape (batch,), got lengths {tuple(lengths.shape)}")
+    if not isinstance(n, int) or n < 1:
+        raise ValueError(f"n must be an int >= 1, got n={n!r}: lengths {tuple(lengths.shape)}")
+    if ((lengths < 0) | (lengths > n)).any():
+        raise ValueError(f"lengths must lie in [0, n={n}], got {lengths.tolist()}: lengths {tuple(lengths.shape)}")
+    positions = torch.arange(n, device=lengths.device)  # (n,)
+    return positions < lengths[:, None, None]  # (batch, 1, n)
+# --8<-- [end:masks]
+
+
+# --8<-- [start:mha]
+class MultiHeadAttention(nn.Module):
+    """论文 §3.2.2：MultiHead(Q, K, V) = Concat(head_1, …, head_h) W^O，
+    head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)。
+
+    h 个头的 W_i^Q（d_model × d_head）并排拼成一个 d_model × d_model 的 w_q，
+    w_k、w_v 同理；每个头的宽度 d_head = d_model / h。
+    forward(query (batch, n_q, d_model), key (batch, n_k, d_model), value (batch, n_k, d_model), mask)
+    返回 out (batch, n_q, d_model) 和每个头的 weights (batch, h, n_q, n_k)。
+    n_q 可以不等于 n_k（交叉注意力）。mask：bool，True = 可以看，能广播到
+    (batch, n_q, n_k)（所有头共用，如 causal_mask、padding_mask）或 4 维 (batch, h, n_q, n_k)（逐头）。
+    """
+
+    def __init__(self, d_model, num_heads, bias=True):
+        super().__init__()
+        if not isinstance(d_model, int) or not isinstance(num_heads, int) or d_model < 1 or num_heads < 1:
+            raise ValueError(f"d_model and num_heads must be positive ints, got d_model={d_model!r}, "
+                             f"num_heads={num_heads!r}")
+        if d_model % num_heads != 0:
+            raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        self.d_model, self.num_heads = d_model, num_heads
+        self.d_head = d_model // num_heads
+        self.w_q = nn.Linear(d_model, d_model, bias=bias)  # 拼起来的 W_1^Q … W_h^Q
+        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.w_v = nn.Linear(d_model, d_model, bias=bias)
+        self.w_o = nn.Linear(d_model, d_model, bias=bias)  # W^O
+
+    def _check(self, query, key, value, mask):
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        shapes = _shapes(query=query, key=key, value=value)
+        dtype = self.w_q.weight.dtype
+        for name, t in (("query", query), ("key", key), ("value", value)):
+            if t.dtype != dtype:
+                raise TypeError(f"{name} has dtype {t.dtype} but the weights have {dtype}: {shapes}")
+            if t.dim() != 3 or t.shape[-1] != self.d_model:
+                raise ValueError(f"{name} must have shape (batch, n, d_model={self.d_model}): {shapes}")
+            if t.shape[0] != query.shape[0]:
+                raise ValueError(f"{name} has batch {t.shape[0]} but query has {query.shape[0]}: {shapes}")
+            if t.shape[1] == 0:
+                raise ValueError(f"{name} is an empty sequence (n = 0): {shapes}")
+        if value.shape[1] != key.shape[1]:
+            raise ValueError(f"value has n_k={value.shape[1]} but key has n_k={key.shape[1]}: {shapes}")
+        batch, n_q, n_k = query.shape[0], query.shape[1], key.shape[1]
+        per_head = isinstance(mask, torch.Tensor) and mask.dim() == 4
+        target = (batch, self.num_heads, n_q, n_k) if per_head else (batch, n_q, n_k)
+        _check_mask(mask, torch.Size(target), shapes)
+
+    def _split_heads(self, x):
+        batch, n, _ = x.shape  # (batch, n, d_model)
+        return x.view(batch, n, self.num_heads, self.d_head).transpose(1, 2)  # (batch, h, n, d_head)
+
+    def forward(self, query, key, value, mask=None):
+        self._check(query, key, value, mask)
+        batch, n_q, _ = query.shape
+        q = self._split_heads(self.w_q(query))  # (batch, h, n_q, d_head)
+        k = self._split_heads(self.w_k(key))  # (batch, h, n_k, d_head)
+        v = self._split_heads(self.w_v(value))  # (batch, h, n_k, d_head)
+        if mask is not None and mask.dim() < 4:
+            mask = mask.unsqueeze(-3)  # (batch, 1, n_q, n_k)：插入"头"这一维，所有头共用
+        # h 个头一起算：每个头在自己的 d_head 维子空间里做公式 (1)
+        out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, h, n_q, d_head), (batch, h, n_q, n_k)
+        # Concat(head_1, …, head_h)：把头重新并排成 d_model 维
+        out = out.transpose(1, 2).reshape(batch, n_q, self.d_model)  # (batch, n_q, d_model)
+        return self.w_o(out), weights
+# --8<-- [end:mha]
