@@ -1,0 +1,476 @@
+"""第 02 章「Transformer 全景」背后的代码：从零写的编码器–解码器 Transformer。
+
+页面按顺序引入 snippets/attention.py 的 imports、sdpa、masks、mha 小节，再引入本文件的
+小节；所以本文件的小节直接使用 MultiHeadAttention、scaled_dot_product_attention、
+causal_mask、padding_mask 这些名字，好像它们就定义在上面。下面这行导入在所有小节之外，
+只在 `import snippets.transformer` 时生效（页面上不显示）。
+"""
+
+from snippets.attention import (  # noqa: F401  (小节里按名字使用)
+    MultiHeadAttention,
+    causal_mask,
+    padding_mask,
+    scaled_dot_product_attention,
+)
+
+# --8<-- [start:imports]
+import math
+
+import torch
+from torch import nn
+# --8<-- [end:imports]
+
+
+# --8<-- [start:positional-encoding]
+def sinusoidal_positional_encoding(
+    max_len: int, d_model: int, dtype: torch.dtype = torch.float32
+) -> torch.Tensor:
+    """正弦位置编码（论文 §3.5），返回 (max_len, d_model)。
+
+    PE[pos, 2i]   = sin(pos · ω_i)
+    PE[pos, 2i+1] = cos(pos · ω_i)，  ω_i = 1 / 10000^(2i / d_model)
+    """
+    if d_model <= 0 or d_model % 2 != 0:
+        raise ValueError(f"d_model must be a positive even number, got d_model={d_model}")
+    if max_len <= 0:
+        raise ValueError(f"max_len must be positive, got max_len={max_len}")
+    pos = torch.arange(max_len, dtype=dtype).unsqueeze(1)                 # (max_len, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=dtype)                      # (d_model/2,)
+    omega = torch.exp(-math.log(10000.0) * two_i / d_model)               # (d_model/2,)
+    angle = pos * omega                                                   # (max_len, d_model/2)
+    pe = torch.empty(max_len, d_model, dtype=dtype)
+    pe[:, 0::2] = torch.sin(angle)                                        # 偶数维：sin
+    pe[:, 1::2] = torch.cos(angle)                                        # 奇数维：cos
+    return pe
+
+
+def pe_offset_matrix(k: int, d_model: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """线性矩阵 M_k，使 PE[pos + k] = M_k @ PE[pos] 对每个 pos 都成立，返回 (d_model, d_model)。
+
+    每对维度 (2i, 2i+1) 是一个以角频率 ω_i 转动的二维向量 (sin, cos)：
+        sin(ω(p+k)) =  cos(ωk)·sin(ωp) + sin(ωk)·cos(ωp)
+        cos(ω(p+k)) = -sin(ωk)·sin(ωp) + cos(ωk)·cos(ωp)
+    所以 M_k 是分块对角矩阵，第 i 块是 [[cos ω_i k, sin ω_i k], [-sin ω_i k, cos ω_i k]]，
+    它只依赖偏移 k，不依赖 pos —— 相对位置是绝对位置编码的一个线性函数。
+    """
+    if d_model <= 0 or d_model % 2 != 0:
+        raise ValueError(f"d_model must be a positive even number, got d_model={d_model}")
+    two_i = torch.arange(0, d_model, 2, dtype=dtype)
+    omega = torch.exp(-math.log(10000.0) * two_i / d_model)               # (d_model/2,)
+    c, s = torch.cos(omega * k), torch.sin(omega * k)                     # (d_model/2,)
+    m = torch.zeros(d_model, d_model, dtype=dtype)
+    idx = torch.arange(0, d_model, 2)
+    m[idx, idx] = c
+    m[idx, idx + 1] = s
+    m[idx + 1, idx] = -s
+    m[idx + 1, idx + 1] = c
+    return m
+
+
+class PositionalEncoding(nn.Module):
+    """把正弦位置编码加到嵌入上，再做 dropout（论文 §5.4 的「嵌入 + PE 之和」上的 dropout）。"""
+
+    def __init__(self, d_model: int, max_len: int = 1024, dropout: float = 0.1):
+        super().__init__()
+        self.max_len = max_len
+        self.dropout = nn.Dropout(dropout)
+        # 不是参数，不参与训练；persistent=False：不写进 state_dict，可随时重算
+        self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model), persistent=False)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        # x: (batch, n, d_model)；offset：第一个位置的编号（增量解码时 = 已生成的长度）
+        n = x.shape[1]
+        if offset + n > self.max_len:
+            raise ValueError(
+                f"sequence positions {offset}..{offset + n - 1} exceed max_len={self.max_len} "
+                f"(x has shape {tuple(x.shape)})"
+            )
+        return self.dropout(x + self.pe[offset:offset + n].to(x.dtype))  # (batch, n, d_model)
+# --8<-- [end:positional-encoding]
+
+
+# --8<-- [start:embedding]
+class TokenEmbedding(nn.Module):
+    """词嵌入（论文 §3.4）：查表，再乘 √d_model（scale_embedding=True 时）。
+
+    权重是一个 (vocab_size, d_model) 的 nn.Parameter，以便与另一个嵌入和输出投影共享。
+    """
+
+    def __init__(self, vocab_size: int, d_model: int, scale_embedding: bool = True):
+        super().__init__()
+        self.vocab_size = vocab_size
+        self.d_model = d_model
+        self.scale = math.sqrt(d_model) if scale_embedding else 1.0
+        # 初始化为 N(0, 1/d_model)：乘 √d_model 后每维方差约为 1，和位置编码同一量级；
+        # 权重共享时，作为输出投影也给出方差约为 1 的 logits
+        self.weight = nn.Parameter(torch.randn(vocab_size, d_model) / math.sqrt(d_model))
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        # tokens: (batch, n) 整数 id  ->  (batch, n, d_model)
+        check_token_ids(tokens, self.vocab_size, name="tokens")
+        return nn.functional.embedding(tokens, self.weight) * self.scale
+
+
+def check_token_ids(tokens: torch.Tensor, vocab_size: int, name: str) -> None:
+    """词 id 必须是 (batch, n) 的整数张量，取值在 [0, vocab_size)。"""
+    if not isinstance(tokens, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of token ids, got {type(tokens).__name__}")
+    if tokens.dtype not in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8):
+        raise TypeError(
+            f"{name} must hold integer token ids (torch.long), got dtype {tokens.dtype} "
+            f"with shape {tuple(tokens.shape)}"
+        )
+    if tokens.dim() != 2:
+        raise ValueError(f"{name} must have shape (batch, n), got shape {tuple(tokens.shape)}")
+    if tokens.numel() > 0 and tokens.device.type != "meta":
+        lo, hi = int(tokens.min()), int(tokens.max())
+        if lo < 0 or hi >= vocab_size:
+            raise ValueError(
+                f"{name} holds ids in [{lo}, {hi}], outside the vocabulary [0, {vocab_size}) "
+                f"(shape {tuple(tokens.shape)})"
+            )
+# --8<-- [end:embedding]
+
+
+# --8<-- [start:ffn]
+class PositionwiseFeedForward(nn.Module):
+    """逐位置前馈网络（论文 §3.3）：FFN(x) = max(0, x W1 + b1) W2 + b2。
+
+    同一组权重作用在每个位置上，位置之间不交换信息（相当于两个核大小为 1 的卷积）。
+    参数量：d_model·d_ff + d_ff + d_ff·d_model + d_model = 2·d·d_ff + d_ff + d。
+    """
+
+    def __init__(self, d_model: int, d_ff: int, dropout: float = 0.1):
+        super().__init__()
+        self.linear1 = nn.Linear(d_model, d_ff)     # W1: (d_model -> d_ff), b1: (d_ff,)
+        self.linear2 = nn.Linear(d_ff, d_model)     # W2: (d_ff -> d_model), b2: (d_model,)
+        self.dropout = nn.Dropout(dropout)          # 与 torch.nn.TransformerEncoderLayer 相同的位置
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # x: (batch, n, d_model)
+        hidden = torch.relu(self.linear1(x))        # (batch, n, d_ff)
+        return self.linear2(self.dropout(hidden))   # (batch, n, d_model)
+# --8<-- [end:ffn]
+
+
+# --8<-- [start:encoder-layer]
+def add_and_norm(x, sublayer, norm: nn.LayerNorm, dropout: nn.Dropout, norm_first: bool):
+    """残差连接 + LayerNorm，两种放法：
+
+    post-LN（论文 §3.1，norm_first=False）：LayerNorm(x + Dropout(Sublayer(x)))
+    pre-LN （norm_first=True）：           x + Dropout(Sublayer(LayerNorm(x)))
+    """
+    if norm_first:
+        return x + dropout(sublayer(norm(x)))
+    return norm(x + dropout(sublayer(x)))
+
+
+class EncoderLayer(nn.Module):
+    """编码器层：多头自注意力 + 残差/LN，再接 FFN + 残差/LN。"""
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int,
+                 dropout: float = 0.1, norm_first: bool = False, eps: float = 1e-5):
+        super().__init__()
+        self.d_model = d_model
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps)
+        self.dropout1 = nn.Dropout(dropout)         # 残差 dropout（论文 §5.4）
+        self.dropout2 = nn.Dropout(dropout)
+        self.attn_weights = None                    # 最近一次的自注意力权重，供可视化
+
+    def _self_attention(self, x, src_mask):
+        # Q、K、V 都来自同一个序列 x；src_mask 只遮住 padding 的键，不遮未来
+        out, weights = self.self_attn(x, x, x, mask=src_mask)  # (batch, n, d), (batch, h, n, n)
+        self.attn_weights = weights.detach()
+        return out
+
+    def forward(self, x: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        # x: (batch, n, d_model)；src_mask: bool，可广播到 (batch, h, n, n)，True = 可以看
+        check_d_model(x, self.d_model, name="x")
+        x = add_and_norm(x, lambda h: self._self_attention(h, src_mask),
+                         self.norm1, self.dropout1, self.norm_first)
+        x = add_and_norm(x, self.ffn, self.norm2, self.dropout2, self.norm_first)
+        return x                                     # (batch, n, d_model)
+
+
+def check_d_model(x: torch.Tensor, d_model: int, name: str) -> None:
+    if x.dim() != 3 or x.shape[-1] != d_model:
+        raise ValueError(
+            f"{name} must have shape (batch, n, d_model={d_model}), got shape {tuple(x.shape)}"
+        )
+# --8<-- [end:encoder-layer]
+
+
+# --8<-- [start:decoder-layer]
+class DecoderLayer(nn.Module):
+    """解码器层：带因果掩码的自注意力、交叉注意力（K/V 来自编码器输出）、FFN，各带残差/LN。"""
+
+    def __init__(self, d_model: int, num_heads: int, d_ff: int,
+                 dropout: float = 0.1, norm_first: bool = False, eps: float = 1e-5):
+        super().__init__()
+        self.d_model = d_model
+        self.norm_first = norm_first
+        self.self_attn = MultiHeadAttention(d_model, num_heads)
+        self.cross_attn = MultiHeadAttention(d_model, num_heads)
+        self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
+        self.norm1 = nn.LayerNorm(d_model, eps=eps)
+        self.norm2 = nn.LayerNorm(d_model, eps=eps)
+        self.norm3 = nn.LayerNorm(d_model, eps=eps)
+        self.dropout1 = nn.Dropout(dropout)
+        self.dropout2 = nn.Dropout(dropout)
+        self.dropout3 = nn.Dropout(dropout)
+        self.self_attn_weights = None                # (batch, h, m, m)，供可视化
+        self.cross_attn_weights = None               # (batch, h, m, n)
+
+    def _self_attention(self, y, tgt_mask):
+        # Q、K、V 都来自目标序列 y；tgt_mask 是因果掩码：位置 i 只看 j ≤ i
+        out, weights = self.self_attn(y, y, y, mask=tgt_mask)
+        self.self_attn_weights = weights.detach()
+        return out
+
+    def _cross_attention(self, y, memory, memory_mask):
+        # Q 来自解码器 y (batch, m, d)；K、V 来自编码器输出 memory (batch, n, d)。
+        # 不需要因果掩码（整个源句都已知），只遮住源句的 padding
+        out, weights = self.cross_attn(y, memory, memory, mask=memory_mask)
+        self.cross_attn_weights = weights.detach()   # (batch, h, m, n)
+        return out
+
+    def forward(self, y: torch.Tensor, memory: torch.Tensor,
+                tgt_mask: torch.Tensor | None = None,
+                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+        # y: (batch, m, d_model)；memory: (batch, n, d_model)
+        check_d_model(y, self.d_model, name="y")
+        check_d_model(memory, self.d_model, name="memory")
+        if memory.shape[0] != y.shape[0]:
+            raise ValueError(f"batch mismatch: y has shape {tuple(y.shape)}, "
+                             f"memory has shape {tuple(memory.shape)}")
+        y = add_and_norm(y, lambda h: self._self_attention(h, tgt_mask),
+                         self.norm1, self.dropout1, self.norm_first)
+        y = add_and_norm(y, lambda h: self._cross_attention(h, memory, memory_mask),
+                         self.norm2, self.dropout2, self.norm_first)
+        y = add_and_norm(y, self.ffn, self.norm3, self.dropout3, self.norm_first)
+        return y                                     # (batch, m, d_model)
+# --8<-- [end:decoder-layer]
+
+
+# --8<-- [start:model]
+class Transformer(nn.Module):
+    """编码器–解码器 Transformer（论文图 1）。
+
+    - tie_weights=True：源嵌入、目标嵌入、softmax 前的输出投影共用同一个矩阵（§3.4，要求共享词表）。
+    - norm_first=False：论文的 post-LN；True：pre-LN，此时编码器和解码器栈末尾各加一个 LayerNorm
+      （否则残差流没有归一化就进入交叉注意力和输出投影）。post-LN 没有末尾 LayerNorm。
+    - scale_embedding=True：嵌入乘 √d_model（§3.4）。
+    """
+
+    def __init__(self, vocab_size: int, d_model: int = 512, num_heads: int = 8,
+                 num_layers: int = 6, d_ff: int = 2048, dropout: float = 0.1,
+                 max_len: int = 1024, tie_weights: bool = True, norm_first: bool = False,
+                 scale_embedding: bool = True):
+        super().__init__()
+        if d_model % num_heads != 0:
+            raise ValueError(f"d_model={d_model} must be divisible by num_heads={num_heads}")
+        self.vocab_size, self.d_model, self.num_heads = vocab_size, d_model, num_heads
+        self.num_layers, self.max_len = num_layers, max_len
+        self.src_embed = TokenEmbedding(vocab_size, d_model, scale_embedding)
+        self.tgt_embed = TokenEmbedding(vocab_size, d_model, scale_embedding)
+        self.positional = PositionalEncoding(d_model, max_len, dropout)   # 编码器、解码器共用
+        self.encoder_layers = nn.ModuleList(
+            EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first) for _ in range(num_layers))
+        self.decoder_layers = nn.ModuleList(
+            DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first) for _ in range(num_layers))
+        self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
+        self.output_projection = nn.Linear(d_model, vocab_size, bias=False)  # (d -> |V|)
+        if tie_weights:
+            # 三处共用同一个 nn.Parameter：同一块存储，梯度累加到一起
+            self.tgt_embed.weight = self.src_embed.weight
+            self.output_projection.weight = self.src_embed.weight
+
+    def encode(self, src: torch.Tensor, src_mask: torch.Tensor | None = None) -> torch.Tensor:
+        # src: (batch, n) 词 id -> memory: (batch, n, d_model)
+        check_token_ids(src, self.vocab_size, name="src")
+        x = self.positional(self.src_embed(src))                 # (batch, n, d)
+        for layer in self.encoder_layers:
+            x = layer(x, src_mask)
+        return self.encoder_norm(x)
+
+    def decode(self, tgt: torch.Tensor, memory: torch.Tensor,
+               src_mask: torch.Tensor | None = None,
+               tgt_mask: torch.Tensor | None = None) -> torch.Tensor:
+        # tgt: (batch, m) 右移一位的目标 id（首位是 BOS）；memory: (batch, n, d)
+        # 返回解码器最后一层的输出 (batch, m, d_model)
+        check_token_ids(tgt, self.vocab_size, name="tgt")
+        m = tgt.shape[1]
+        if tgt_mask is None:
+            tgt_mask = causal_mask(m).to(tgt.device)             # (m, m)，下三角为 True
+        elif tuple(tgt_mask.shape[-2:]) != (m, m):
+            raise ValueError(f"tgt_mask has shape {tuple(tgt_mask.shape)}, "
+                             f"but the target has length m={m} (tgt shape {tuple(tgt.shape)})")
+        y = self.positional(self.tgt_embed(tgt))                 # (batch, m, d)
+        for layer in self.decoder_layers:
+            y = layer(y, memory, tgt_mask, src_mask)
+        return self.decoder_norm(y)
+
+    def forward(self, src: torch.Tensor, tgt: torch.Tensor,
+                src_mask: torch.Tensor | None = None,
+                tgt_mask: torch.Tensor | None = None) -> torch.Tensor:
+        # src: (batch, n)，tgt: (batch, m)  ->  logits: (batch, m, vocab_size)
+        if src.shape[0] != tgt.shape[0]:
+            raise ValueError(f"batch mismatch: src has shape {tuple(src.shape)}, "
+                             f"tgt has shape {tuple(tgt.shape)}")
+        memory = self.encode(src, src_mask)
+        return self.output_projection(self.decode(tgt, memory, src_mask, tgt_mask))
+# --8<-- [end:model]
+
+
+# --8<-- [start:kv-cache]
+def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
+    # (batch, t, d_model) -> (batch, h, t, d_k)，d_k = d_model / h
+    b, t, d = x.shape
+    return x.view(b, t, num_heads, d // num_heads).transpose(1, 2)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    # (batch, h, t, d_k) -> (batch, t, h·d_k)
+    b, h, t, d_k = x.shape
+    return x.transpose(1, 2).reshape(b, t, h * d_k)
+
+
+class KVCache:
+    """增量解码的缓存，每个解码器层一份：
+
+    - 自注意力：K、V 各 (batch, h, t, d_k)，每解码一步增长一行（t = 已处理的目标位置数）；
+    - 交叉注意力：K、V 各 (batch, h, n, d_k)，由编码器输出 memory 只算一次，之后不再变。
+    """
+
+    def __init__(self, model: "Transformer", memory: torch.Tensor,
+                 src_mask: torch.Tensor | None = None):
+        check_d_model(memory, model.d_model, name="memory")
+        self.length = 0                                   # 已处理的目标位置数 t
+        # 源句填充掩码 (batch, 1, n) -> (batch, 1, 1, n)：在"头"和查询两维上广播
+        if src_mask is not None and src_mask.dim() < 4:
+            src_mask = src_mask.unsqueeze(-3)
+        self.memory_mask = src_mask
+        self.self_k: list[torch.Tensor | None] = [None] * len(model.decoder_layers)
+        self.self_v: list[torch.Tensor | None] = [None] * len(model.decoder_layers)
+        self.cross_k, self.cross_v = [], []
+        for layer in model.decoder_layers:
+            mha, h = layer.cross_attn, model.num_heads
+            self.cross_k.append(split_heads(mha.w_k(memory), h))   # (batch, h, n, d_k)
+            self.cross_v.append(split_heads(mha.w_v(memory), h))   # (batch, h, n, d_k)
+
+    def self_attention_nbytes(self) -> int:
+        return sum(k.nbytes + v.nbytes for k, v in zip(self.self_k, self.self_v) if k is not None)
+
+    def cross_attention_nbytes(self) -> int:
+        return sum(k.nbytes + v.nbytes for k, v in zip(self.cross_k, self.cross_v))
+
+
+def cached_self_attention(mha, y_t: torch.Tensor, cache: KVCache, i: int) -> torch.Tensor:
+    # y_t: (batch, 1, d) 只有当前位置；用这一层 MHA 自己的 w_q、w_k、w_v、w_o
+    h = mha.num_heads
+    q = split_heads(mha.w_q(y_t), h)                      # (batch, h, 1, d_k)
+    k_new = split_heads(mha.w_k(y_t), h)                  # (batch, h, 1, d_k)
+    v_new = split_heads(mha.w_v(y_t), h)
+    if cache.self_k[i] is None:
+        cache.self_k[i], cache.self_v[i] = k_new, v_new
+    else:                                                 # 追加一行：(batch, h, t, d_k) -> (batch, h, t+1, d_k)
+        cache.self_k[i] = torch.cat([cache.self_k[i], k_new], dim=2)
+        cache.self_v[i] = torch.cat([cache.self_v[i], v_new], dim=2)
+    # 不需要因果掩码：缓存里只有位置 0..t，没有未来
+    out, _ = scaled_dot_product_attention(q, cache.self_k[i], cache.self_v[i])
+    return mha.w_o(merge_heads(out))                      # (batch, 1, d)
+
+
+def cached_cross_attention(mha, y_t: torch.Tensor, cache: KVCache, i: int) -> torch.Tensor:
+    # 只有 Q 是新算的；K、V 是缓存里从 memory 算好的 (batch, h, n, d_k)
+    q = split_heads(mha.w_q(y_t), mha.num_heads)          # (batch, h, 1, d_k)
+    out, _ = scaled_dot_product_attention(q, cache.cross_k[i], cache.cross_v[i],
+                                          mask=cache.memory_mask)
+    return mha.w_o(merge_heads(out))                      # (batch, 1, d)
+
+
+def decode_step(model: "Transformer", token: torch.Tensor, cache: KVCache) -> torch.Tensor:
+    """解码器的一步：输入最新的一个目标词 token (batch, 1)，返回下一个词的 logits (batch, vocab)。"""
+    check_token_ids(token, model.vocab_size, name="token")
+    if token.shape[1] != 1:
+        raise ValueError(f"token must have shape (batch, 1), got shape {tuple(token.shape)}")
+    y = model.positional(model.tgt_embed(token), offset=cache.length)   # (batch, 1, d)
+    for i, layer in enumerate(model.decoder_layers):
+        # 与 DecoderLayer.forward 相同的三个子层，只是注意力改读缓存
+        y = add_and_norm(y, lambda h: cached_self_attention(layer.self_attn, h, cache, i),
+                         layer.norm1, layer.dropout1, layer.norm_first)
+        y = add_and_norm(y, lambda h: cached_cross_attention(layer.cross_attn, h, cache, i),
+                         layer.norm2, layer.dropout2, layer.norm_first)
+        y = add_and_norm(y, layer.ffn, layer.norm3, layer.dropout3, layer.norm_first)
+    cache.length += 1
+    return model.output_projection(model.decoder_norm(y))[:, -1]        # (batch, vocab)
+# --8<-- [end:kv-cache]
+
+
+# --8<-- [start:greedy-decode]
+@torch.no_grad()
+def greedy_decode(model: "Transformer", src: torch.Tensor, max_new_tokens: int, bos_id: int,
+                  src_mask: torch.Tensor | None = None, eos_id: int | None = None,
+                  return_logits: bool = False):
+    """贪心解码：编码器跑 1 次，解码器每生成一个词跑 1 步（每步只处理 1 个新位置）。
+
+    返回生成的词 (batch, m)（不含 BOS）；return_logits=True 时再返回每步的 logits (batch, m, vocab)。
+    """
+    if not 0 < max_new_tokens <= model.max_len:
+        raise ValueError(f"max_new_tokens={max_new_tokens} must be in [1, max_len={model.max_len}]")
+    memory = model.encode(src, src_mask)                  # (batch, n, d)，只算一次
+    cache = KVCache(model, memory, src_mask)              # 交叉注意力的 K/V 也在这里只算一次
+    token = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
+    finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
+    tokens, logits_per_step = [], []
+    for _ in range(max_new_tokens):
+        logits = decode_step(model, token, cache)         # (batch, vocab)
+        token = logits.argmax(dim=-1, keepdim=True)       # (batch, 1)：取概率最大的词
+        tokens.append(token)
+        logits_per_step.append(logits)
+        if eos_id is not None:
+            finished |= token.squeeze(1) == eos_id
+            if bool(finished.all()):
+                break
+    tokens = torch.cat(tokens, dim=1)                     # (batch, m)
+    if return_logits:
+        return tokens, torch.stack(logits_per_step, dim=1)   # (batch, m, vocab)
+    return tokens
+# --8<-- [end:greedy-decode]
+
+
+# --8<-- [start:param-count]
+def encoder_layer_param_count(d: int, d_ff: int) -> int:
+    # 自注意力 4 个 (d×d 权重 + d 偏置)；FFN 2·d·d_ff + d_ff + d；2 个 LayerNorm 各 2d
+    return 4 * (d * d + d) + 2 * d * d_ff + d_ff + d + 4 * d
+
+
+def decoder_layer_param_count(d: int, d_ff: int) -> int:
+    # 自注意力 + 交叉注意力 8 个 (d×d + d)；FFN；3 个 LayerNorm 各 2d
+    return 8 * (d * d + d) + 2 * d * d_ff + d_ff + d + 6 * d
+
+
+def transformer_param_count(vocab_size: int, d_model: int, num_layers: int, d_ff: int,
+                            tie_weights: bool = True, norm_first: bool = False) -> int:
+    """与上面的 Transformer 模块逐项对应的闭式参数量（注意力头数 h 不出现）。
+
+    共享权重：嵌入矩阵只算一次 |V|·d；不共享：源嵌入、目标嵌入、输出投影各一份（无偏置）。
+    post-LN 没有末尾 LayerNorm；pre-LN 的编码器栈、解码器栈末尾各有一个（各 2d）。
+    """
+    total = num_layers * (encoder_layer_param_count(d_model, d_ff)
+                          + decoder_layer_param_count(d_model, d_ff))
+    total += vocab_size * d_model * (1 if tie_weights else 3)
+    if norm_first:
+        total += 2 * (2 * d_model)
+    return total
+
+
+def count_parameters(module: nn.Module) -> int:
+    # module.parameters() 对共享的 nn.Parameter 只返回一次
+    return sum(p.numel() for p in module.parameters())
+# --8<-- [end:param-count]
