@@ -1,0 +1,65 @@
+# Two commands on a fresh machine: `make serve` (site on 127.0.0.1:8000) and `make test`.
+# Every target can be run again; stamps make a second run reinstall nothing.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+DEVICE ?= cpu
+PRESET ?= full
+export NO_MKDOCS_2_WARNING := 1
+export PYTHONHASHSEED := 0
+
+KATEX_DIR := docs/assets/katex
+VENV_STAMP := $(VENV)/.stamp-installed
+NODE_STAMP := node_modules/.stamp-installed
+KATEX_STAMP := $(KATEX_DIR)/.stamp-copied
+
+.PHONY: setup figures build serve test probes offline audit clean
+
+setup: $(VENV_STAMP) $(NODE_STAMP) $(KATEX_STAMP)
+
+$(VENV_STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements.txt
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	touch $@
+
+$(NODE_STAMP): package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+# KaTeX is served from the site itself: the script, the stylesheet, auto-render and
+# the woff2 fonts only (every browser that runs the site reads woff2).
+$(KATEX_STAMP): $(NODE_STAMP)
+	rm -rf $(KATEX_DIR)
+	mkdir -p $(KATEX_DIR)/fonts $(KATEX_DIR)/contrib
+	cp node_modules/katex/dist/katex.min.js node_modules/katex/dist/katex.min.css $(KATEX_DIR)/
+	cp node_modules/katex/dist/contrib/auto-render.min.js $(KATEX_DIR)/contrib/
+	cp node_modules/katex/dist/fonts/*.woff2 $(KATEX_DIR)/fonts/
+	touch $@
+
+# results/*.json -> docs/generated/ (figures, measured tables, the verification page).
+figures: $(VENV_STAMP)
+	$(PY) -m snippets.figures
+	$(PY) -m snippets.verification
+
+build: setup figures
+	$(VENV)/bin/mkdocs build --strict
+
+serve: build
+	$(VENV)/bin/mkdocs serve --dev-addr $(HOST):$(PORT)
+
+# The whole suite: unit and claim tests, the docs' code blocks, the built site in Chromium.
+test: setup figures
+	$(VENV)/bin/pytest --codeblocks tests docs
+
+# Measurements (wall time is measured here, never asserted in a test).
+probes: $(VENV_STAMP)
+	$(PY) -m snippets.probes --device $(DEVICE) --preset $(PRESET)
+
+clean:
+	rm -rf site site-offline dist docs/generated $(KATEX_DIR) test-output lighthouse .pytest_cache .hypothesis
