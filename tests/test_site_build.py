@@ -1,0 +1,115 @@
+"""The site builds with --strict, fails on broken links and anchors, and loads nothing from other hosts."""
+
+from __future__ import annotations
+
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import mkdocs_build
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_strict_build_succeeds(built_site):
+    assert (built_site / "index.html").is_file()
+    assert (built_site / "chapters/01-why-attention/index.html").is_file()
+    assert (built_site / "search/search_index.json").is_file()
+
+
+@pytest.mark.parametrize(
+    "bad_markdown, complaint",
+    [
+        ("[坏链接](no-such-page.md)", "no-such-page.md"),
+        ("[坏锚点](glossary.md#no-such-anchor)", "no-such-anchor"),
+    ],
+    ids=["broken-link", "broken-anchor"],
+)
+def test_strict_build_fails_on_broken_reference(docs_copy, tmp_path, bad_markdown, complaint):
+    index = docs_copy / "docs" / "index.md"
+    original = index.read_text(encoding="utf-8")
+    index.write_text(original + f"\n\n{bad_markdown}\n", encoding="utf-8")
+    try:
+        proc = mkdocs_build(docs_copy, tmp_path / "site")
+    finally:
+        index.write_text(original, encoding="utf-8")
+    assert proc.returncode != 0, "a broken reference must fail mkdocs build --strict"
+    assert complaint in proc.stderr + proc.stdout
+
+
+class _ResourceCollector(HTMLParser):
+    """Every URL the browser would *load* (scripts, stylesheets, icons, images, media, fonts)."""
+
+    def __init__(self):
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag in {"script", "img", "iframe", "source", "audio", "video", "embed"} and a.get("src"):
+            self.urls.append(a["src"])
+        if tag == "link" and a.get("href"):
+            rel = (a.get("rel") or "").lower()
+            if any(r in rel for r in ("stylesheet", "icon", "preload", "modulepreload", "manifest", "prefetch")):
+                self.urls.append(a["href"])
+        if tag == "img" and a.get("srcset"):
+            self.urls += [part.split()[0] for part in a["srcset"].split(",")]
+        if a.get("style"):
+            self.urls += re.findall(r"url\(\s*['\"]?([^'\")]+)", a["style"])
+
+
+def _is_external(url: str) -> bool:
+    return bool(re.match(r"^(https?:)?//", url)) and not re.match(r"^(https?:)?//(127\.0\.0\.1|localhost)[:/]", url)
+
+
+def test_built_html_and_css_reference_no_other_host(built_site):
+    offenders = []
+    for html in built_site.rglob("*.html"):
+        collector = _ResourceCollector()
+        collector.feed(html.read_text(encoding="utf-8"))
+        offenders += [f"{html.relative_to(built_site)}: {u}" for u in collector.urls if _is_external(u)]
+    for css in built_site.rglob("*.css"):
+        for url in re.findall(r"url\(\s*['\"]?([^'\")]+)", css.read_text(encoding="utf-8", errors="replace")):
+            if _is_external(url):
+                offenders.append(f"{css.relative_to(built_site)}: {url}")
+    assert offenders == []
+
+
+def test_katex_fonts_are_woff2_only(built_site):
+    fonts = list((built_site / "assets/katex/fonts").iterdir())
+    assert fonts, "KaTeX fonts must be served by the site"
+    assert {f.suffix for f in fonts} == {".woff2"}
+
+
+def _dictionary_terms() -> list[str]:
+    lines = (ROOT / "docs/jieba-dict.txt").read_text(encoding="utf-8").splitlines()
+    return [line.split()[0] for line in lines if line.strip()]
+
+
+REQUIRED_TERMS = [
+    "梯度消失", "梯度爆炸", "自注意力", "多头注意力", "位置编码", "链式法则", "反向传播",
+    "雅可比矩阵", "循环神经网络", "长短期记忆", "遗忘门", "细胞状态", "时间复杂度",
+    "最大路径长度", "并行计算", "掩码", "交叉注意力", "编码器", "解码器",
+]
+
+
+def test_dictionary_covers_required_terms():
+    assert set(REQUIRED_TERMS) <= set(_dictionary_terms())
+
+
+def test_search_index_keeps_terms_whole(built_site):
+    """jieba with the user dictionary keeps each domain term one token in the index.
+
+    Material separates segmented words with U+200B (zero-width space) in the index text,
+    so a whole term shows up as a run bounded by separators.
+    """
+    index = json.loads((built_site / "search/search_index.json").read_text(encoding="utf-8"))
+    text = "\u200b".join(doc["title"] + "\u200b" + doc["text"] for doc in index["docs"])
+    tokens = set(re.split(r"[\u200b\s，。、；：（）()“”\"'！？,.;:!?<>/\[\]{}|=+*^$\\-]+", text))
+    present = [term for term in REQUIRED_TERMS if term in text]
+    assert len(present) >= 10, f"too few domain terms on the site yet: {present}"
+    split = [term for term in present if term not in tokens]
+    assert split == [], f"terms split by the tokenizer: {split}"
