@@ -190,3 +190,93 @@ class MultiHeadAttention(nn.Module):
         out = out.transpose(1, 2).reshape(batch, n_q, self.d_model)  # (batch, n_q, d_model)
         return self.w_o(out), weights
 # --8<-- [end:mha]
+
+
+# --8<-- [start:restricted]
+def restricted_attention(q, k, v, r, mask=None):
+    """论文 §4 的受限自注意力（restricted self-attention）：查询 i 只看 |i − j| ≤ r 的键 j。
+
+    这里的 r 是**半径**：每个查询的窗口有 2r + 1 个位置（序列两端更少）。
+    论文说的是"以输出位置为中心、大小为 r 的邻域"，对应这里的半径 ⌊r/2⌋
+    （论文的 r 为奇数时窗口恰好 r 个位置）。大 O 不受影响：每层 O(r·n·d)，最大路径 O(n/r)。
+
+    q (..., n, d_k)，k (..., n, d_k)，v (..., n, d_v)：自注意力，三者长度相同。
+    mask：可选，bool，只遮键（如 padding_mask 的输出），能广播到 (..., 1, n)，True = 真实 token。
+    返回 out (..., n, d_v) 和窗口内的权重 weights (..., n, 2r + 1)：
+    weights[..., i, w] 是查询 i 给键 j = i − r + w 的权重（窗口越界处为 0）。
+    只算窗口里的分数，从不生成 n × n 矩阵。整行被遮住时 out 与 weights 全为 0。
+    """
+    _check_qkv(q, k, v)
+    if not isinstance(r, int) or isinstance(r, bool):
+        raise TypeError(f"r must be an int (the radius), got {type(r).__name__}: {_shapes(q=q, k=k, v=v)}")
+    if r < 0:
+        raise ValueError(f"r must be >= 0 (the radius), got r={r}: {_shapes(q=q, k=k, v=v)}")
+    n, d_k = q.shape[-2], q.shape[-1]
+    if k.shape[-2] != n:
+        raise ValueError(f"k has n={k.shape[-2]} but q has n={n}; restricted attention is "
+                         f"self-attention over one sequence: {_shapes(q=q, k=k, v=v)}")
+    _check_mask(mask, q.shape[:-2] + (1, n), _shapes(q=q, k=k, v=v))
+    width = 2 * r + 1
+    # 在序列两端各补 r 个 0，补齐后第 i … i+2r 行正好是查询 i 的窗口
+    k_win = F.pad(k, (0, 0, r, r)).unfold(-2, width, 1)  # (..., n, d_k, 2r+1)
+    v_win = F.pad(v, (0, 0, r, r)).unfold(-2, width, 1)  # (..., n, d_v, 2r+1)
+    scores = torch.einsum("...id,...idw->...iw", q, k_win) / math.sqrt(d_k)  # (..., n, 2r+1)
+    # 窗口第 w 格对应原位置 j = i − r + w；补出来的格子（j < 0 或 j ≥ n）不许看
+    j = torch.arange(n, device=q.device)[:, None] - r + torch.arange(width, device=q.device)  # (n, 2r+1)
+    allowed = (j >= 0) & (j < n)  # (n, 2r+1)
+    if mask is not None:
+        key_mask = mask.expand(q.shape[:-2] + (1, n))[..., 0, :]  # (..., n)，expand 只是视图
+        key_ok = F.pad(key_mask, (r, r), value=False).unfold(-1, width, 1)  # (..., n, 2r+1)
+        allowed = allowed & key_ok
+    scores = scores.masked_fill(~allowed, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).masked_fill(~allowed, 0.0)  # 整行被遮住：NaN → 0
+    out = torch.einsum("...iw,...idw->...id", weights, v_win)  # (..., n, d_v)
+    return out, weights
+# --8<-- [end:restricted]
+
+
+# --8<-- [start:online-softmax]
+def online_softmax_attention(q, k, v, block=128, mask=None):
+    """FlashAttention 的思路：逐块扫过 K、V，用"在线 softmax"得到与公式 (1) 完全相同的结果。
+
+    对每个查询块，维护三样东西：到目前为止的行最大值 m、指数和 l、未归一化的输出 acc。
+    来了一块新分数 s，新最大值 m' = max(m, max s)，旧的 l、acc 乘上 exp(m − m') 校正，
+    再加上这一块的贡献；最后 out = acc / l。
+    查询也分块，所以同时存在的分数只有 block × block 个：除输出外，峰值内存 O(block² + block·d)，
+    从不生成 n × n 矩阵（计算量仍是 O(n²·d)）。
+
+    q (..., n_q, d_k)，k (..., n_k, d_k)，v (..., n_k, d_v)；block：块大小（正整数，可以不整除 n）。
+    mask：可选，bool，True = 可以看，能广播到 (..., n_q, n_k)，按块切片使用。
+    只返回 out (..., n_q, d_v)：权重从不存下来。整行被遮住时该行输出为 0。
+    """
+    _check_qkv(q, k, v)
+    if not isinstance(block, int) or isinstance(block, bool):
+        raise TypeError(f"block must be an int, got {type(block).__name__}: {_shapes(q=q, k=k, v=v)}")
+    if block <= 0:
+        raise ValueError(f"block must be >= 1, got block={block}: {_shapes(q=q, k=k, v=v)}")
+    n_q, n_k, d_k = q.shape[-2], k.shape[-2], q.shape[-1]
+    _check_mask(mask, q.shape[:-2] + (n_q, n_k), _shapes(q=q, k=k, v=v))
+    if mask is not None:
+        mask = mask.expand(q.shape[:-2] + (n_q, n_k))  # 只是视图，不占 n_q × n_k 的新内存
+    out = q.new_empty(q.shape[:-1] + v.shape[-1:])  # (..., n_q, d_v)
+    for i in range(0, n_q, block):
+        q_blk = q[..., i:i + block, :] / math.sqrt(d_k)  # (..., bq, d_k)
+        m = q.new_full(q_blk.shape[:-1] + (1,), float("-inf"))  # (..., bq, 1) 行最大值
+        l = q.new_zeros(q_blk.shape[:-1] + (1,))  # (..., bq, 1) 指数和
+        acc = q.new_zeros(q_blk.shape[:-1] + v.shape[-1:])  # (..., bq, d_v) 未归一化输出
+        for j in range(0, n_k, block):
+            s = q_blk @ k[..., j:j + block, :].transpose(-2, -1)  # (..., bq, bk)
+            if mask is not None:
+                s = s.masked_fill(~mask[..., i:i + block, j:j + block], float("-inf"))
+            m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., bq, 1)
+            # 一行到目前全被遮住时 m_new = -inf；拿 0 当参考点，避免 (-inf) − (-inf) = NaN
+            ref = m_new.masked_fill(m_new == float("-inf"), 0.0)
+            p = torch.exp(s - ref)  # (..., bq, bk)，被遮住处 exp(-inf) = 0
+            scale = torch.exp(m - ref)  # 旧统计量的校正因子 exp(m − m')；第一块时为 0
+            l = scale * l + p.sum(dim=-1, keepdim=True)
+            acc = scale * acc + p @ v[..., j:j + block, :]
+            m = m_new
+        # out = acc / l；整行被遮住时 acc = l = 0，约定输出 0
+        out[..., i:i + block, :] = acc / l.masked_fill(l == 0, 1.0)
+    return out
+# --8<-- [end:online-softmax]

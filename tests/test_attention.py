@@ -172,3 +172,139 @@ def test_fully_masked_rows_are_zero_sdpa_and_mha():
     assert not out.isnan().any() and (weights[1] == 0).all()
     # with every key masked the head outputs are 0, so the layer returns just the output bias
     torch.testing.assert_close(out[1], mha.w_o.bias.expand(4, 6), **TOL)
+
+
+# ---------------------------------------------------------------- restricted attention
+from snippets.attention import online_softmax_attention, restricted_attention  # noqa: E402
+from tests._memory import peak_allocated_bytes  # noqa: E402
+
+
+def band_mask(n, r):
+    i = torch.arange(n)
+    return (i[:, None] - i[None, :]).abs() <= r  # (n, n)
+
+
+def band_to_full(weights, r):
+    """(..., n, 2r+1) window weights -> (..., n, n), weights[..., i, w] sits at column j = i - r + w."""
+    n = weights.shape[-2]
+    full = weights.new_zeros(weights.shape[:-1] + (n,))
+    for i in range(n):
+        for w in range(2 * r + 1):
+            j = i - r + w
+            if 0 <= j < n:
+                full[..., i, j] = weights[..., i, w]
+    return full
+
+
+@pytest.mark.parametrize("batch,n,d,r", [((1,), 1, 3, 0), ((2,), 7, 4, 0), ((2,), 7, 4, 2),
+                                         ((3,), 9, 5, 3), ((2, 2), 6, 3, 10), ((1,), 12, 8, 5)])
+def test_restricted_equals_banded_sdpa(batch, n, d, r):
+    gen = torch.Generator().manual_seed(10)
+    q, k, v = _qkv(gen, batch, n, n, d, d + 1)
+    out, weights = restricted_attention(q, k, v, r)
+    ref_out, ref_w = scaled_dot_product_attention(q, k, v, band_mask(n, r))
+    assert weights.shape == (*batch, n, 2 * r + 1)
+    torch.testing.assert_close(out, ref_out, rtol=0, atol=1e-12)
+    torch.testing.assert_close(band_to_full(weights, r), ref_w, rtol=0, atol=1e-12)
+
+
+def test_restricted_with_padding_mask_equals_banded_sdpa():
+    gen = torch.Generator().manual_seed(11)
+    q, k, v = _qkv(gen, (3,), 8, 8, 4, 4)
+    pm = padding_mask([8, 5, 2], 8)  # (3, 1, 8)
+    out, weights = restricted_attention(q, k, v, 1, pm)
+    ref_out, _ = scaled_dot_product_attention(q, k, v, band_mask(8, 1) & pm)
+    torch.testing.assert_close(out, ref_out, rtol=0, atol=1e-12)
+    # sequence 2 has 2 real tokens: queries 4..7 see no real key within radius 1 -> zero rows
+    assert (out[2, 4:] == 0).all() and (weights[2, 4:] == 0).all()
+    assert not out.isnan().any() and not weights.isnan().any()
+
+
+@pytest.mark.parametrize("r", [0, 1, 3])
+def test_restricted_output_depends_only_on_window(r):
+    gen = torch.Generator().manual_seed(12)
+    n, d = 9, 3
+    q, k, v = _qkv(gen, (), n, n, d, d)
+    inside = band_mask(n, r)  # (n_out, n_in)
+    for which in range(3):
+        def f(x):
+            args = [q, k, v]
+            args[which] = x
+            return restricted_attention(*args, r)[0]
+        jac = torch.autograd.functional.jacobian(f, (q, k, v)[which])  # (n, d, n, d)
+        per_pair = jac.abs().sum(dim=(1, 3))  # (n_out, n_in)
+        assert (per_pair[~inside] == 0).all()  # exactly zero outside the radius
+        # inside the window the dependence is real (with r = 0 the single weight is always 1,
+        # so only v matters; a query only moves its own output)
+        if which == 2 or (which == 1 and r > 0):
+            assert (per_pair[inside] > 0).all()
+        elif r > 0:
+            assert (per_pair.diagonal() > 0).all()
+
+
+# ---------------------------------------------------------------- online softmax
+@pytest.mark.parametrize("n_q,n_k,block", [(1, 1, 1), (1, 7, 3), (16, 16, 4), (17, 23, 5),
+                                           (30, 30, 64), (13, 11, 1)])
+def test_online_softmax_equals_naive(n_q, n_k, block):
+    gen = torch.Generator().manual_seed(13)
+    q, k, v = _qkv(gen, (2, 3), n_q, n_k, 8, 5)
+    q = 4 * q  # sharp softmax: the running max matters
+    ref, _ = scaled_dot_product_attention(q, k, v)
+    torch.testing.assert_close(online_softmax_attention(q, k, v, block=block), ref, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("block", [1, 3, 4, 7, 64])
+def test_online_softmax_with_mask_and_fully_masked_rows(block):
+    gen = torch.Generator().manual_seed(14)
+    n = 12
+    q, k, v = _qkv(gen, (3,), n, n, 4, 6)
+    mask = causal_mask(n) & padding_mask([12, 7, 0], n)  # (3, n, n); batch 2 fully masked
+    mask[0, 5] = False  # one fully masked row in the middle of a block
+    ref, _ = scaled_dot_product_attention(q, k, v, mask)
+    out = online_softmax_attention(q, k, v, block=block, mask=mask)
+    assert not out.isnan().any()
+    torch.testing.assert_close(out, ref, rtol=0, atol=1e-12)
+    assert (out[0, 5] == 0).all() and (out[2] == 0).all()
+    # a broadcast key mask (batch, 1, n) works too
+    pm = padding_mask([3, 12, 1], n)
+    torch.testing.assert_close(online_softmax_attention(q, k, v, block=block, mask=pm),
+                               scaled_dot_product_attention(q, k, v, pm)[0], rtol=0, atol=1e-12)
+
+
+def test_restricted_and_online_keep_zero_rows_for_fully_masked_input():
+    q, k, v = _qkv(torch.Generator().manual_seed(15), (2,), 5, 5, 3, 3)
+    none = torch.zeros(2, 1, 5, dtype=torch.bool)
+    out_r, w_r = restricted_attention(q, k, v, 2, none)
+    out_o = online_softmax_attention(q, k, v, block=2, mask=none)
+    for t in (out_r, w_r, out_o):
+        assert not t.isnan().any() and (t == 0).all()
+
+
+def _naive_attention(q, k, v):
+    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
+
+
+def _peak(attention, n, d=16, **kw):
+    gen = torch.Generator().manual_seed(16)
+    q, k, v = (torch.randn(1, n, d, generator=gen) for _ in range(3))  # float32, allocated outside
+    return peak_allocated_bytes(lambda: attention(q, k, v, **kw))
+
+
+def test_memory_helper_is_exact_for_naive_attention():
+    # two n x n float32 matrices are alive at once (scores and scaled scores, then scaled
+    # scores and softmax): the peak is 8 n^2 bytes plus at most the (n, d) output
+    for n in (128, 256):
+        assert 8 * n * n <= _peak(_naive_attention, n) <= 8 * n * n + 4 * n * 16
+
+
+def test_online_softmax_peak_memory_is_linear_in_n():
+    block = 512  # 512 x 512 scores per step: few Python iterations, still O(n) overall
+    p1, p2, p4 = (_peak(online_softmax_attention, n, block=block) for n in (1024, 2048, 4096))
+    # linear: doubling n adds the same amount again (quadratic would give a ratio of 4)
+    assert (p4 - p2) / (p2 - p1) == pytest.approx(2.0, rel=0.05)
+    assert p2 / p1 < 2.05 and p4 / p2 < 2.05
+    assert p4 < 4096 * 4096 * 4 / 10  # far below one n x n float32 matrix (64 MiB)
+    # and the result is right in float32 as well
+    q, k, v = (torch.randn(1, 300, 16, generator=torch.Generator().manual_seed(s)) for s in range(3))
+    torch.testing.assert_close(online_softmax_attention(q, k, v, block=block), _naive_attention(q, k, v),
+                               rtol=0, atol=1e-5)
