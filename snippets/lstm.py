@@ -1,0 +1,156 @@
+"""LSTM：单元、沿时间的循环，以及细胞状态 c 的雅可比（直接路径与完整路径）。
+
+对应内容审计的 R16–R20。页面按节引用；各节按文件顺序拼接后可独立运行。
+测试：tests/test_lstm.py、tests/test_bad_input.py。
+"""
+
+# --8<-- [start:imports]
+import math
+
+import torch
+from torch import nn
+# --8<-- [end:imports]
+
+
+# --8<-- [start:lstm-cell]
+def _check_rank(name, t, meaning):
+    """t 必须是浮点张量，维数与 meaning（如 "(batch, n, input_size)"）一致。"""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if not t.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}: {name} {tuple(t.shape)}")
+    if t.dim() != meaning.count(",") + 1:
+        raise ValueError(f"{name} must have shape {meaning}, got {name} {tuple(t.shape)}")
+
+
+def _check_tensor(name, t, expected, meaning, dtype):
+    """t 必须是 dtype 的张量，形状等于 expected；meaning 写出各维含义，如 "(batch, hidden_size)"。"""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if t.dtype != dtype:
+        raise TypeError(f"{name} has dtype {t.dtype} but the weights have {dtype}: {name} {tuple(t.shape)}")
+    if tuple(t.shape) != tuple(expected):
+        raise ValueError(f"{name} must have shape {meaning} = {tuple(expected)}, got {name} {tuple(t.shape)}")
+
+
+class LSTMCell(nn.Module):
+    """带遗忘门的 LSTM 单元（遗忘门来自 Gers et al. 2000）：
+
+        i = σ(W_i [h_{t−1}; x_t] + b_i)        输入门
+        f = σ(W_f [h_{t−1}; x_t] + b_f)        遗忘门
+        g = tanh(W_g [h_{t−1}; x_t] + b_g)     候选值 c̃_t
+        o = σ(W_o [h_{t−1}; x_t] + b_o)        输出门
+        c_t = f ⊙ c_{t−1} + i ⊙ g
+        h_t = o ⊙ tanh(c_t)
+
+    四个门的权重竖着拼在一起：w_ih (4·d_h, d_in)、w_hh (4·d_h, d_h)、b (4·d_h,)，
+    顺序 i, f, g, o（与 nn.LSTM 相同）。forget_bias：给出时把 b_f 初始化成这个值
+    （如 1.0，或 5.0 让 f ≈ 0.993）；None 时与其它参数一样取 U(−1/√d_h, 1/√d_h)。
+    forward(x_t (batch, d_in), (h_prev, c_prev) 各 (batch, d_h)) → (h_t, c_t) 各 (batch, d_h)。
+    """
+
+    def __init__(self, input_size, hidden_size, forget_bias=None):
+        super().__init__()
+        if not isinstance(input_size, int) or not isinstance(hidden_size, int) or input_size < 1 or hidden_size < 1:
+            raise ValueError(f"input_size and hidden_size must be positive ints, "
+                             f"got input_size={input_size!r}, hidden_size={hidden_size!r}")
+        self.input_size, self.hidden_size = input_size, hidden_size
+        d_h, bound = hidden_size, 1 / math.sqrt(hidden_size)
+        self.w_ih = nn.Parameter(torch.empty(4 * d_h, input_size).uniform_(-bound, bound))  # (4·d_h, d_in)
+        self.w_hh = nn.Parameter(torch.empty(4 * d_h, d_h).uniform_(-bound, bound))  # (4·d_h, d_h)
+        self.b = nn.Parameter(torch.empty(4 * d_h).uniform_(-bound, bound))  # (4·d_h,)
+        if forget_bias is not None:
+            with torch.no_grad():
+                self.b[d_h:2 * d_h] = forget_bias  # b_f：第二块
+
+    def gates(self, x_t, h_prev):
+        """四个门 i, f, g, o，各 (batch, d_h)。"""
+        z = x_t @ self.w_ih.T + h_prev @ self.w_hh.T + self.b  # (batch, 4·d_h)：一次算完四个门
+        z_i, z_f, z_g, z_o = z.chunk(4, dim=-1)  # 各 (batch, d_h)
+        return torch.sigmoid(z_i), torch.sigmoid(z_f), torch.tanh(z_g), torch.sigmoid(z_o)
+
+    def forward(self, x_t, state):
+        _check_rank("x_t", x_t, "(batch, input_size)")
+        if not isinstance(state, (tuple, list)) or len(state) != 2:
+            raise TypeError(f"state must be a pair (h_prev, c_prev), got {type(state).__name__}")
+        h_prev, c_prev = state
+        batch, d_h, dtype = x_t.shape[0], self.hidden_size, self.w_hh.dtype
+        _check_tensor("x_t", x_t, (batch, self.input_size), "(batch, input_size)", dtype)
+        _check_tensor("h_prev", h_prev, (batch, d_h), "(batch, hidden_size)", dtype)
+        _check_tensor("c_prev", c_prev, (batch, d_h), "(batch, hidden_size)", dtype)
+        i, f, g, o = self.gates(x_t, h_prev)
+        c = f * c_prev + i * g  # (batch, d_h)：旧记忆按 f 保留，新内容按 i 写入
+        h = o * torch.tanh(c)  # (batch, d_h)：按 o 读出
+        return h, c
+# --8<-- [end:lstm-cell]
+
+
+# --8<-- [start:lstm-layer]
+class LSTMLayer(nn.Module):
+    """把 LSTMCell 沿时间展开：x (batch, n, d_in) → hs (batch, n, d_h) 和最后的 (h_n, c_n)。
+
+    state = (h0, c0)，各 (batch, d_h)，可选，默认全 0。
+    """
+
+    def __init__(self, input_size, hidden_size, forget_bias=None):
+        super().__init__()
+        self.cell = LSTMCell(input_size, hidden_size, forget_bias)
+
+    def forward(self, x, state=None):
+        _check_rank("x", x, "(batch, n, input_size)")
+        if x.shape[1] == 0:
+            raise ValueError(f"x is an empty sequence (n = 0): x {tuple(x.shape)}")
+        batch, n, _ = x.shape
+        cell = self.cell
+        _check_tensor("x", x, (batch, n, cell.input_size), "(batch, n, input_size)", cell.w_hh.dtype)
+        if state is None:
+            zeros = x.new_zeros(batch, cell.hidden_size)
+            state = (zeros, zeros)
+        h0, c0 = state
+        for name, t in (("h0", h0), ("c0", c0)):
+            _check_tensor(name, t, (batch, cell.hidden_size), "(batch, hidden_size)", cell.w_hh.dtype)
+        h, c = h0, c0
+        hs = []
+        for t in range(n):  # 与 RNN 一样只能逐步计算
+            h, c = cell(x[:, t], (h, c))  # 各 (batch, d_h)
+            hs.append(h)
+        return torch.stack(hs, dim=1), (h, c)  # (batch, n, d_h), ((batch, d_h), (batch, d_h))
+# --8<-- [end:lstm-layer]
+
+
+# --8<-- [start:cell-jacobian]
+def cell_state_jacobians(cell, x, h0, c0, k):
+    """∂c_n/∂c_{n−k}：直接路径（direct）与完整路径（full），各 (d_h, d_h)。
+
+    x (n, d_in) 是一条序列，h0、c0 (d_h,)；时间从 1 数，c_t 是第 t 步之后的细胞状态，1 ≤ k ≤ n − 1。
+    - direct：只沿 c_t = f_t ⊙ c_{t−1} 这条"传送带"求导（把 h 从图里切断），
+      等于 ∏_{t=n−k+1}^{n} diag(f_t)：没有 W_hh，也没有 tanh' 这类压缩导数。
+    - full：还算上 c_{t−1} → h_{t−1} = o_{t−1} ⊙ tanh(c_{t−1}) → 各个门 → c_t 的间接路径（自动微分）。
+    """
+    _check_rank("x", x, "(n, input_size)")
+    n, d_h, dtype = x.shape[0], cell.hidden_size, cell.w_hh.dtype
+    _check_tensor("x", x, (n, cell.input_size), "(n, input_size)", dtype)
+    _check_tensor("h0", h0, (d_h,), "(hidden_size,)", dtype)
+    _check_tensor("c0", c0, (d_h,), "(hidden_size,)", dtype)
+    if not (isinstance(k, int) and 1 <= k <= n - 1):
+        raise ValueError(f"need 1 <= k <= n - 1 = {n - 1}, got k={k!r}: x {tuple(x.shape)}")
+    # 先不求导地走 n − k 步，到达起点 c_{n−k}；记下这一步的输出门 o_{n−k}
+    with torch.no_grad():
+        h, c = h0[None], c0[None]  # (1, d_h)
+        for t in range(n - k):
+            h_prev = h
+            h, c = cell(x[t:t + 1], (h, c))
+        o_start = cell.gates(x[n - k - 1:n - k], h_prev)[3]  # (1, d_h)
+
+    def c_last(c_start, direct):
+        # h_{n−k} = o_{n−k} ⊙ tanh(c_{n−k})：h 也是 c 的函数
+        h, c = o_start * torch.tanh(c_start), c_start  # (1, d_h)
+        for t in range(n - k, n):
+            h_in = h.detach() if direct else h  # direct：切断 c → h → 门 这条路
+            h, c = cell(x[t:t + 1], (h_in, c))
+        return c[0]  # (d_h,)
+
+    direct = torch.autograd.functional.jacobian(lambda c_: c_last(c_[None], True), c[0])  # (d_h, d_h)
+    full = torch.autograd.functional.jacobian(lambda c_: c_last(c_[None], False), c[0])  # (d_h, d_h)
+    return direct, full
+# --8<-- [end:cell-jacobian]
