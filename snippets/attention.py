@@ -1,13 +1,16 @@
 """注意力（Attention）：论文 §3.2 的公式 (1)、掩码、多头注意力，§4 的受限注意力，
 以及 FlashAttention 的在线 softmax。
 
-页面按节引用本文件（`--8<-- "snippets/attention.py:sdpa"`）；各节按文件顺序拼接后
+页面按节引用本文件（写法见 CONVENTIONS.md）；各节按文件顺序拼接后
 可在全新解释器里独立运行。测试：tests/test_attention.py、tests/test_bad_input.py。
 
 统一约定：
 - mask 一律是 bool 张量，True = 可以看（may attend），False = 遮住；
 - 某个查询的整行都被遮住时，该行输出与权重全为 0，绝不是 NaN；
 - 形状不对、dtype 不对时抛 ValueError / TypeError，消息里写出参数名与形状，绝不悄悄广播。
+
+节之间的依赖（页面引用时要带上）：每节都要 imports；mha、restricted、online-softmax 还要 sdpa
+（它定义了检查函数 _shapes、_check_qkv、_check_mask）；masks 只要 imports。
 """
 
 # --8<-- [start:imports]

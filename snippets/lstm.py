@@ -2,6 +2,8 @@
 
 对应内容审计的 R16–R20。页面按节引用；各节按文件顺序拼接后可独立运行。
 测试：tests/test_lstm.py、tests/test_bad_input.py。
+
+节之间的依赖（页面引用时要带上）：每节都要 imports；lstm-layer 与 cell-jacobian 要 lstm-cell。
 """
 
 # --8<-- [start:imports]

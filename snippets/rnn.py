@@ -3,6 +3,9 @@
 对应内容审计的 R06–R08（h_t = tanh(W_hh h_{t−1} + W_xh x_t + b)，
 ∂h_t/∂h_k = ∏ diag(1 − h_i²) W_hh）。页面按节引用；各节按文件顺序拼接后可独立运行。
 测试：tests/test_rnn.py、tests/test_bad_input.py。
+
+节之间的依赖（页面引用时要带上）：每节都要 imports；rnn-layer 要 rnn-cell；
+bptt-jacobian 只要 imports；gradient-norms 要 bptt-jacobian（检查函数 _check_hs）。
 """
 
 # --8<-- [start:imports]
@@ -92,6 +95,20 @@ class RNNLayer(nn.Module):
 
 
 # --8<-- [start:bptt-jacobian]
+def _check_hs(hs, w_hh):
+    """hs (n, d_h) 与 w_hh (d_h, d_h) 必须是同 dtype 的浮点张量；返回 (n, d_h)。"""
+    for name, t in (("hs", hs), ("w_hh", w_hh)):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got {getattr(t, 'dtype', type(t).__name__)}")
+    if hs.dim() != 2 or hs.shape[0] == 0:
+        raise ValueError(f"hs must have shape (n, d_h) with n >= 1, got hs {tuple(hs.shape)}")
+    n, d_h = hs.shape
+    if tuple(w_hh.shape) != (d_h, d_h) or w_hh.dtype != hs.dtype:
+        raise ValueError(f"w_hh must have shape (d_h, d_h) = ({d_h}, {d_h}) and dtype {hs.dtype}, "
+                         f"got w_hh {tuple(w_hh.shape)} {w_hh.dtype}: hs {tuple(hs.shape)}")
+    return n, d_h
+
+
 def bptt_jacobian(hs, w_hh, k, t):
     """BPTT 的连乘：∂h_t/∂h_k = ∏_{i=k+1}^{t} diag(1 − h_i²) W_hh，因子从左到右是 i = t, t−1, …, k+1。
 
@@ -99,9 +116,7 @@ def bptt_jacobian(hs, w_hh, k, t):
     tanh'(a_i) = 1 − tanh²(a_i) = 1 − h_i²，所以只要前向存下的 h，不必再算 a_i。
     返回 (d_h, d_h)；k = t 时是单位阵。
     """
-    _check_rank("hs", hs, "(n, d_h)")
-    n, d_h = hs.shape
-    _check_tensor("w_hh", w_hh, (d_h, d_h), "(d_h, d_h)", hs.dtype)
+    n, d_h = _check_hs(hs, w_hh)
     if not (isinstance(k, int) and isinstance(t, int) and 0 <= k <= t < n):
         raise ValueError(f"need 0 <= k <= t < n, got k={k!r}, t={t!r}, n={n}: hs {tuple(hs.shape)}")
     jac = torch.eye(d_h, dtype=hs.dtype, device=hs.device)  # (d_h, d_h)
@@ -120,9 +135,7 @@ def gradient_norms(hs, w_hh, max_k):
     J_k = J_{k−1} · diag(1 − h_{T−k+1}²) W_hh。因为 tanh' ≤ 1，‖J_k‖₂ ≤ ‖W_hh‖₂^k。
     hs (n, d_h)，w_hh (d_h, d_h)，1 ≤ max_k ≤ n − 1。返回 (max_k,)。
     """
-    _check_rank("hs", hs, "(n, d_h)")
-    n, d_h = hs.shape
-    _check_tensor("w_hh", w_hh, (d_h, d_h), "(d_h, d_h)", hs.dtype)
+    n, d_h = _check_hs(hs, w_hh)
     if not (isinstance(max_k, int) and 1 <= max_k <= n - 1):
         raise ValueError(f"need 1 <= max_k <= n - 1 = {n - 1}, got max_k={max_k!r}: hs {tuple(hs.shape)}")
     T = n - 1

@@ -1,0 +1,161 @@
+"""Each module's sections, copied out of the file, run by themselves in a fresh interpreter.
+
+Pages show code from snippets/ by section. These tests take the marker lines
+``# --8<-- [start:NAME]`` / ``# --8<-- [end:NAME]`` literally, as a reader's copy would,
+and check (1) the exact section names chapter writers reference, (2) that all sections
+concatenated in file order run in a fresh subprocess where ``snippets`` cannot be
+imported, and (3) that each section runs with only the sections its module docstring
+says it needs.
+"""
+
+import os
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKER = re.compile(r"^#\s*--8<--\s*\[(start|end):([\w-]+)\]\s*$")
+
+SECTIONS = {
+    "attention": ["imports", "sdpa", "masks", "mha", "restricted", "online-softmax"],
+    "rnn": ["imports", "rnn-cell", "rnn-layer", "bptt-jacobian", "gradient-norms"],
+    "lstm": ["imports", "lstm-cell", "lstm-layer", "cell-jacobian"],
+}
+
+# what each section needs besides `imports` (documented in each module's docstring)
+NEEDS = {
+    "attention": {"sdpa": [], "masks": [], "mha": ["sdpa"], "restricted": ["sdpa"], "online-softmax": ["sdpa"]},
+    "rnn": {"rnn-cell": [], "rnn-layer": ["rnn-cell"], "bptt-jacobian": [], "gradient-norms": ["bptt-jacobian"]},
+    "lstm": {"lstm-cell": [], "lstm-layer": ["lstm-cell"], "cell-jacobian": ["lstm-cell"]},
+}
+
+# a tiny check per section; each uses only that section's names (plus torch)
+SMOKE = {
+    "sdpa": """
+        q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
+        out, w = scaled_dot_product_attention(q, k, v, torch.rand(3, 5) < 0.5)
+        assert out.shape == (2, 3, 6) and not out.isnan().any()
+    """,
+    "masks": """
+        assert (causal_mask(4) & padding_mask([2, 4], 4)).shape == (2, 4, 4)
+    """,
+    "mha": """
+        x = torch.randn(2, 5, 8)
+        out, w = MultiHeadAttention(8, 2)(x, x, x)
+        assert out.shape == (2, 5, 8) and w.shape == (2, 2, 5, 5)
+    """,
+    "restricted": """
+        x = torch.randn(2, 7, 4)
+        out, w = restricted_attention(x, x, x, 2)
+        assert out.shape == (2, 7, 4) and w.shape == (2, 7, 5)
+    """,
+    "online-softmax": """
+        q, k, v = torch.randn(1, 9, 4), torch.randn(1, 7, 4), torch.randn(1, 7, 3)
+        ref = torch.softmax(q @ k.transpose(-2, -1) / 2.0, dim=-1) @ v
+        assert (online_softmax_attention(q, k, v, block=4) - ref).abs().max() < 1e-5
+    """,
+    "rnn-cell": """
+        assert RNNCell(3, 4)(torch.randn(2, 3), torch.zeros(2, 4)).shape == (2, 4)
+    """,
+    "rnn-layer": """
+        assert RNNLayer(3, 4)(torch.randn(2, 6, 3)).shape == (2, 6, 4)
+    """,
+    "bptt-jacobian": """
+        hs, w = torch.rand(6, 4, dtype=torch.float64), torch.randn(4, 4, dtype=torch.float64)
+        assert bptt_jacobian(hs, w, 1, 5).shape == (4, 4)
+    """,
+    "gradient-norms": """
+        hs, w = torch.rand(6, 4, dtype=torch.float64), torch.randn(4, 4, dtype=torch.float64)
+        assert gradient_norms(hs, w, 5).shape == (5,)
+    """,
+    "lstm-cell": """
+        h, c = LSTMCell(3, 4, forget_bias=1.0)(torch.randn(2, 3), (torch.zeros(2, 4), torch.zeros(2, 4)))
+        assert h.shape == c.shape == (2, 4)
+    """,
+    "lstm-layer": """
+        hs, (h, c) = LSTMLayer(3, 4)(torch.randn(2, 6, 3))
+        assert hs.shape == (2, 6, 4) and torch.equal(hs[:, -1], h)
+    """,
+    "cell-jacobian": """
+        cell = LSTMCell(3, 4, forget_bias=5.0).double()
+        direct, full = cell_state_jacobians(cell, torch.randn(8, 3, dtype=torch.float64),
+                                            torch.zeros(4, dtype=torch.float64),
+                                            torch.zeros(4, dtype=torch.float64), 5)
+        assert direct.shape == full.shape == (4, 4)
+    """,
+}
+
+
+def parse_sections(path):
+    """[(name, code)] in file order, from the marker lines; checks that markers pair up."""
+    sections, current, lines = [], None, []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        m = MARKER.match(line.strip())
+        if m is None:
+            if current is not None:
+                lines.append(line)
+            continue
+        kind, name = m.groups()
+        if kind == "start":
+            assert current is None, f"{path.name}:{number}: [start:{name}] inside [start:{current}]"
+            current, lines = name, []
+        else:
+            assert current == name, f"{path.name}:{number}: [end:{name}] does not close [start:{current}]"
+            sections.append((name, "\n".join(lines)))
+            current = None
+    assert current is None, f"{path.name}: [start:{current}] is never closed"
+    return sections
+
+
+def run_fresh(code, tmp_path):
+    """Run code in a new interpreter, cwd = an empty temp dir, with `snippets` unimportable."""
+    script = tmp_path / "snippet_copy_run.py"  # not "copy.py": that would shadow the stdlib
+    script.write_text("import sys\nsys.modules['snippets'] = None  # the copy must stand alone\n" + code + "\n",
+                      encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.mark.parametrize("module", SECTIONS)
+def test_section_names_are_exact(module):
+    sections = parse_sections(ROOT / "snippets" / f"{module}.py")
+    assert [name for name, _ in sections] == SECTIONS[module]
+    assert set(NEEDS[module]) | {"imports"} == set(SECTIONS[module])
+
+
+@pytest.mark.parametrize("module", SECTIONS)
+def test_imports_section_holds_every_import(module):
+    for name, code in parse_sections(ROOT / "snippets" / f"{module}.py"):
+        imports = [line for line in code.splitlines() if re.match(r"\s*(import|from)\s+\w", line)]
+        if name == "imports":
+            assert imports and not any("snippets" in line for line in imports)
+        else:
+            assert not imports, f"section {name!r} imports: {imports}"
+
+
+@pytest.mark.parametrize("module", SECTIONS)
+def test_all_sections_in_file_order_run_by_themselves(module, tmp_path):
+    sections = parse_sections(ROOT / "snippets" / f"{module}.py")
+    program = "\n\n".join(code for _, code in sections)
+    smoke = "\n".join(textwrap.dedent(SMOKE[name]) for name, _ in sections if name != "imports")
+    run_fresh(program + "\n\n" + smoke + "\nprint('ok')", tmp_path)
+
+
+def test_each_section_runs_with_only_what_it_needs(tmp_path):
+    """One interpreter, one fresh namespace per (module, section): imports + needed sections + it."""
+    checks = []
+    for module, needs in NEEDS.items():
+        code = dict(parse_sections(ROOT / "snippets" / f"{module}.py"))
+        for name, deps in needs.items():
+            program = "\n\n".join(code[s] for s in ["imports", *deps, name]) + "\n" + textwrap.dedent(SMOKE[name])
+            checks.append((f"{module}:{name}", program))
+    runner = "\n".join(
+        f"exec(compile({program!r}, {label!r}, 'exec'), {{'__name__': '__main__'}})" for label, program in checks
+    )
+    run_fresh(runner, tmp_path)
