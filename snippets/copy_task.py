@@ -2,7 +2,7 @@
 
     python -m snippets.copy_task --out results/copy-task.json
 
-源句是随机符号序列，目标是同一个序列（task="copy"）或它的倒序（task="reverse"，默认）。
+源句是随机符号序列，目标是同一个序列（task="copy"，默认）或它的倒序（task="reverse"）。
 模型就是 snippets/transformer.py 的 Transformer（post-LN、三处权重共享、嵌入乘 √d_model）。
 写出的 JSON 带来源信息（设备、torch 版本、UTC 日期、git 提交、命令）、超参数、损失曲线、
 贪心解码的逐词准确率、训练秒数，以及一个例子的三种注意力权重（最后一层，各头平均）。
@@ -29,7 +29,7 @@ PAD, BOS = 0, 1          # 特殊词：PAD 不出现在本任务的数据里（�
 FIRST_SYMBOL = 2         # 普通符号的 id 从 2 开始
 
 DEFAULT_CONFIG: dict = {
-    "task": "reverse",       # 目标是源句的倒序：交叉注意力应当是一条反对角线
+    "task": "copy",          # copy：目标 = 源句；reverse：目标 = 源句倒序
     "vocab_size": 12,        # PAD、BOS + 10 个符号
     "seq_len": 8,
     "d_model": 64,
