@@ -185,8 +185,8 @@ class MultiHeadAttention(nn.Module):
         q = self._split_heads(self.w_q(query))  # (batch, h, n_q, d_head)
         k = self._split_heads(self.w_k(key))  # (batch, h, n_k, d_head)
         v = self._split_heads(self.w_v(value))  # (batch, h, n_k, d_head)
-        if mask is not None and mask.dim() < 4:
-            mask = mask.unsqueeze(-3)  # (batch, 1, n_q, n_k)：插入"头"这一维，所有头共用
+        if mask is not None and mask.dim() == 3:
+            mask = mask.unsqueeze(1)  # (batch, 1, n_q, n_k)：插入"头"这一维，所有头共用；2 维及以下自动广播
         # h 个头一起算：每个头在自己的 d_head 维子空间里做公式 (1)
         out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, h, n_q, d_head), (batch, h, n_q, n_k)
         # Concat(head_1, …, head_h)：把头重新并排成 d_model 维
@@ -200,8 +200,9 @@ def restricted_attention(q, k, v, r, mask=None):
     """论文 §4 的受限自注意力（restricted self-attention）：查询 i 只看 |i − j| ≤ r 的键 j。
 
     这里的 r 是**半径**：每个查询的窗口有 2r + 1 个位置（序列两端更少）。
-    论文说的是"以输出位置为中心、大小为 r 的邻域"，对应这里的半径 ⌊r/2⌋
-    （论文的 r 为奇数时窗口恰好 r 个位置）。大 O 不受影响：每层 O(r·n·d)，最大路径 O(n/r)。
+    论文 §4 的 r 是"以输出位置为中心的邻域**大小**"：大小为 r_paper 的邻域对应这里的
+    半径 r = ⌊r_paper / 2⌋（r_paper 为奇数时窗口恰好 r_paper = 2r + 1 个位置）。
+    大 O 不受影响：每层 O(r·n·d)，最大路径 O(n/r)。
 
     q (..., n, d_k)，k (..., n, d_k)，v (..., n, d_v)：自注意力，三者长度相同。
     mask：可选，bool，只遮键（如 padding_mask 的输出），能广播到 (..., 1, n)，True = 真实 token。

@@ -53,7 +53,7 @@ class LSTMCell(nn.Module):
 
     def __init__(self, input_size, hidden_size, forget_bias=None):
         super().__init__()
-        if not isinstance(input_size, int) or not isinstance(hidden_size, int) or input_size < 1 or hidden_size < 1:
+        if not all(isinstance(size, int) and size >= 1 for size in (input_size, hidden_size)):
             raise ValueError(f"input_size and hidden_size must be positive ints, "
                              f"got input_size={input_size!r}, hidden_size={hidden_size!r}")
         self.input_size, self.hidden_size = input_size, hidden_size

@@ -140,6 +140,19 @@ def test_mha_padding_mask_equals_torch_key_padding_mask():
     torch.testing.assert_close(weights, ref_w, **TOL)
 
 
+@pytest.mark.parametrize("shape", [(7,), (1, 7), (4, 7), (3, 1, 7), (3, 4, 7)])
+def test_mha_accepts_every_broadcastable_mask_shape(shape):
+    torch.manual_seed(9)
+    mha = MultiHeadAttention(6, 3).to(F64)
+    query, kv = torch.randn(3, 4, 6, dtype=F64), torch.randn(3, 7, 6, dtype=F64)
+    mask = _random_mask(torch.Generator().manual_seed(9), shape)
+    out, weights = mha(query, kv, kv, mask)
+    ref_out, ref_w = mha(query, kv, kv, mask.expand(3, 4, 7))  # the same mask written out in full
+    torch.testing.assert_close(out, ref_out, rtol=0, atol=0)
+    torch.testing.assert_close(weights, ref_w, rtol=0, atol=0)
+    assert (weights.masked_select(~mask.expand(3, 4, 7)[:, None].expand(3, 3, 4, 7)) == 0).all()
+
+
 def test_mha_per_head_mask():
     torch.manual_seed(6)
     mha = MultiHeadAttention(6, 2).to(F64)
@@ -218,6 +231,13 @@ def test_restricted_with_padding_mask_equals_banded_sdpa():
     # sequence 2 has 2 real tokens: queries 4..7 see no real key within radius 1 -> zero rows
     assert (out[2, 4:] == 0).all() and (weights[2, 4:] == 0).all()
     assert not out.isnan().any() and not weights.isnan().any()
+    # a 1-D key mask (n,) broadcasts the same way
+    key_mask = torch.tensor([True, False, True, True, False, True, True, True])
+    torch.testing.assert_close(restricted_attention(q, k, v, 2, key_mask)[0],
+                               scaled_dot_product_attention(q, k, v, band_mask(8, 2) & key_mask)[0],
+                               rtol=0, atol=1e-12)
+    torch.testing.assert_close(online_softmax_attention(q, k, v, block=3, mask=key_mask),
+                               scaled_dot_product_attention(q, k, v, key_mask)[0], rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("r", [0, 1, 3])
