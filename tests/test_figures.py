@@ -1,0 +1,62 @@
+"""图：同样的输入渲染两次逐字节相同；无结果时写占位文件；调色板在亮/暗背景上都可读。"""
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from snippets import figures, plotstyle
+
+ROOT = Path(__file__).resolve().parent.parent
+EXPECTED = {
+    "flops-vs-n.svg", "walltime-vs-n.svg", "path-length.svg", "memory-vs-n.svg", "gradient-decay.svg",
+    "table1-measured.md", "flops-table.md", "memory-table.md", "gradient-table.md", "walltime-slopes.md",
+    "sequential-dependency.md", "provenance.md",
+}
+
+
+def _digests(out: Path) -> dict:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.iterdir())}
+
+
+def test_rendering_committed_results_twice_is_byte_identical(tmp_path):
+    if not figures.probe_results(figures.load_results(ROOT / "results")):
+        pytest.skip("no committed probe results")
+    figures.render_all(ROOT / "results", tmp_path / "a")
+    figures.render_all(ROOT / "results", tmp_path / "b")
+    a, b = _digests(tmp_path / "a"), _digests(tmp_path / "b")
+    assert EXPECTED <= set(a)
+    assert a == b
+    svg = (tmp_path / "a" / "flops-vs-n.svg").read_text(encoding="utf-8")
+    assert "<text" in svg or "font-family" in svg  # 文字是文字（svg.fonttype = none）
+    assert "dc:date" not in svg.lower()
+    assert "torch 2." in svg  # 说明文字写明 torch 版本
+
+
+def test_empty_results_still_write_every_file(tmp_path):
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "copy-task.json").write_text(json.dumps({"kind": "copy-task"}), encoding="utf-8")
+    figures.render_all(tmp_path / "res", tmp_path / "out")
+    assert EXPECTED <= set(_digests(tmp_path / "out"))
+    assert "尚无测量结果" in (tmp_path / "out" / "table1-measured.md").read_text(encoding="utf-8")
+
+
+def test_renderers_have_the_documented_signature():
+    import inspect
+
+    for fn in figures.RENDERERS:
+        assert list(inspect.signature(fn).parameters) == ["results", "out_dir"]
+
+
+def test_palette_readable_on_light_and_dark_backgrounds():
+    for color in [*plotstyle.PALETTE, plotstyle.TEXT_COLOR]:
+        assert plotstyle.contrast_ratio(color, plotstyle.LIGHT_BACKGROUND) >= 3.0, color
+        assert plotstyle.contrast_ratio(color, plotstyle.DARK_BACKGROUND) >= 3.0, color
+
+
+def test_plotstyle_rcparams():
+    rc = plotstyle.RC_PARAMS
+    assert rc["svg.fonttype"] == "none" and rc["svg.hashsalt"]
+    assert plotstyle.FONT_FAMILY[-1] == "sans-serif"
+    assert rc["savefig.transparent"] is True
