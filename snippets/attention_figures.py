@@ -1,7 +1,7 @@
 """复制任务的注意力热图与结果表：results/copy-task.json → docs/generated/。
 
-render_attention_heatmaps(results, out_dir) 在 results（已读入的结果字典列表）里找出
-experiment == "copy-task" 的那一份，写出：
+render_attention_heatmaps(results, out_dir) 在 results（已读入的结果字典列表，签名与
+snippets.figures 的渲染函数相同）里找出 experiment == "copy-task" 的那一份，写出：
 
 - attn-encoder-self.svg     编码器最后一层自注意力（各头平均），n × n
 - attn-decoder-masked.svg   解码器最后一层掩码自注意力，m × m；对角线右上方的三角形用斜线标出（权重恒为 0）
@@ -81,6 +81,11 @@ def _heatmap(weights: list[list[float]], row_labels: list[str], col_labels: list
     save_svg(fig, path)
 
 
+def _results_file(result: dict) -> str:
+    # snippets.figures 给每个结果加上 "_file"（相对仓库根的路径）；否则用结果里记下的 --out
+    return result.get("_file") or result.get("results_file", "results/copy-task.json")
+
+
 def _labels(tokens: list[int]) -> list[str]:
     return [str(t) for t in tokens]
 
@@ -95,7 +100,7 @@ def render_attention_heatmaps(results: list[dict], out_dir: Path) -> None:
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     att, prov = result["attention"], result["provenance"]
-    results_file = result.get("results_file", "results/copy-task.json")
+    results_file = _results_file(result)
     caption = (f"{results_file} · {prov['device_name']} · torch {prov['torch_version']} · "
                f"{prov['date_utc'][:10]}")
     where = f"第 {att['layer'] + 1} 层（最后一层），{att['num_heads']} 个头平均"
@@ -132,7 +137,7 @@ def copy_task_table(result: dict) -> str:
         ("日期（UTC）", prov["date_utc"][:10]),
         ("git 提交", f"`{prov['git_commit'][:12]}`"),
         ("命令", f"`{prov['command']}`"),
-        ("结果文件", f"`{result.get('results_file', 'results/copy-task.json')}`"),
+        ("结果文件", f"`{_results_file(result)}`"),
     ]
     lines = ["| 项目 | 值 |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
     return "\n".join(lines) + "\n"
