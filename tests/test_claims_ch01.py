@@ -366,7 +366,7 @@ def test_c07_one_layer_connects_first_and_last_position():
 
 
 @pytest.mark.claim("ch01-c07b", paper="§3.2.1 Eq. (1); §4",
-                   text="一跳梯度闭式 ∂y_n/∂x_1 = α_{n1}[W_V + (v_1 − y_n) q_nᵀ W_K / √d_k] 与自动求导差 < 1e-12（n = 32）")
+                   text="一跳梯度闭式 ∂y_n/∂x_1 = α_{n1}[W_V + (v_1 − y_n) q_nᵀ W_K / √d_k] 与自动求导差 < 1e-12（n = 32）；n = 1 时多出的查询项 Σ_j α_1j (v_j − y_1) k_jᵀ W_Q / √d_k 也一致")
 def test_c07b_one_hop_gradient_closed_form():
     n, d, d_k = 32, 16, 8
     w_q, w_k, w_v = single_head(d, d_k, seed=1, scale=2.0)
@@ -386,6 +386,14 @@ def test_c07b_one_hop_gradient_closed_form():
     bound = alpha[0] * (torch.linalg.matrix_norm(w_v, ord=2)
                         + torch.linalg.vector_norm(v[0] - y) * torch.linalg.vector_norm(w_k.T @ q[-1]) / math.sqrt(d_k))
     assert torch.linalg.matrix_norm(auto, ord=2).item() <= bound.item() + 1e-12
+
+    # n = 1 (the query's own input): q_1 depends on x_1 too, which adds Σ_j α_1j (v_j − y_1) k_jᵀ W_Q / √d_k
+    auto_1 = torch.autograd.functional.jacobian(lambda x1: attend(torch.cat([x1[None], x[1:]]), w_q, w_k, w_v)[0], x[0])
+    a1 = torch.softmax(q[0] @ k.T / math.sqrt(d_k), dim=-1)  # (n,)
+    y1 = a1 @ v
+    closed_1 = (a1[0] * (w_v + torch.outer(v[0] - y1, q[0]) @ w_k / math.sqrt(d_k))
+                + ((a1[:, None] * (v - y1)).T @ k) @ w_q / math.sqrt(d_k))
+    assert (auto_1 - closed_1).abs().max().item() < 1e-12
 
 
 @pytest.mark.claim("ch01-c15", paper="§2 (reduced effective resolution)",
