@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from snippets import plotstyle
@@ -69,9 +70,15 @@ def load_results(results_dir: Path = RESULTS_DIR) -> list[dict]:
 
 def probe_results(results: list[dict]) -> list[dict]:
     """每个设备一个探针结果（full 优先，其次日期最新）；CPU 在前，CUDA 在后。"""
+    from snippets.probes.results import validate
+
     best: dict[str, dict] = {}
     for r in results:
         if r.get("kind") != PROBE_KIND or "provenance" not in r:
+            continue
+        errs = validate({k: v for k, v in r.items() if k != "_file"})
+        if errs:  # 不合格（例如缺出处）的文件不进图表
+            print(f"figures: skipping {r['_file']}: {errs[0]}", file=sys.stderr)
             continue
         tag = r["provenance"].get("tag", r["_file"])
         key = (_PRESET_RANK.get(r.get("preset"), -1), r["provenance"].get("date_utc", ""))
@@ -574,7 +581,33 @@ def render_walltime_slopes(results: list[dict], out_dir: Path) -> None:
                 + (f"运行时系统负载（1/5/15 分钟）：开始 {la.get('before')}，结束 {la.get('after')}——这是一台共享机器，"
                    "数字带噪声。" if la else "")
                 + "\n\n" + _md_caption(r))
+        parts.extend(_cuda_extras_md(r))
     _write(out_dir, name, "\n\n".join(parts) + "\n")
+
+
+def _cuda_extras_md(r: dict) -> list[str]:
+    """GPU 结果才有：稠密矩阵乘法上限与 SDPA 各后端（注意力吞吐占 bf16 上限的比例）。"""
+    wt = r["probes"]["walltime"]
+    out = []
+    if wt.get("matmul_ceiling"):
+        lines = ["| 数据类型 | 矩阵 | 中位时间 | TFLOP/s |", "|---|---|---|---|"]
+        for c in wt["matmul_ceiling"]:
+            lines.append(f"| {c['dtype']} | {c['m']}×{c['m']} @ {c['m']}×{c['m']} | {_fmt_time(c['median_s'])} | "
+                         f"{c['tflops']:.1f} |")
+        out.append(f"**稠密矩阵乘法上限** · {_device_label(r)}\n\n" + "\n".join(lines))
+    if wt.get("sdpa_backends"):
+        lines = ["| 后端 | 数据类型 | batch × 头数 × 头维 | n | 中位时间 | TFLOP/s（4·B·h·n²·d） | 占 bf16 矩阵乘上限 |",
+                 "|---|---|---|---|---|---|---|"]
+        for x in wt["sdpa_backends"]:
+            shape = f"{x['batch']} × {x['heads']} × {x['head_dim']}"
+            if x.get("error"):
+                lines.append(f"| {x['backend']} | {x['dtype']} | {shape} | {x['n']} | 不可用：{x['error'][:80]} | — | — |")
+            else:
+                lines.append(f"| {x['backend']} | {x['dtype']} | {shape} | {x['n']} | {_fmt_time(x['median_s'])} | "
+                             f"{x['tflops']:.1f} | {x['fraction_of_bf16_matmul']:.0%} |")
+        out.append(f"**SDPA 各后端（前向）** · {_device_label(r)}（`torch.nn.attention.sdpa_kernel` 指定后端）\n\n"
+                   + "\n".join(lines) + "\n\n" + _md_caption(r))
+    return out
 
 
 def render_sequential_dependency(results: list[dict], out_dir: Path) -> None:

@@ -60,3 +60,33 @@ def test_plotstyle_rcparams():
     assert rc["svg.fonttype"] == "none" and rc["svg.hashsalt"]
     assert plotstyle.FONT_FAMILY[-1] == "sans-serif"
     assert rc["savefig.transparent"] is True
+
+
+def test_gpu_column_group_replaces_pending_when_cuda_results_exist(tmp_path):
+    """合成的（synthetic）GPU 结果只存在于临时目录，用来走通渲染代码；从不写进 results/。"""
+    cpu = [r for r in figures.probe_results(figures.load_results(ROOT / "results"))
+           if r["provenance"]["device"]["type"] == "cpu"]
+    if not cpu:
+        pytest.skip("no committed probe results")
+    res = tmp_path / "res"
+    res.mkdir()
+    base = {k: v for k, v in cpu[0].items() if k != "_file"}
+    (res / "cpu-a.json").write_text(json.dumps(base), encoding="utf-8")
+    fake = json.loads(json.dumps(base))
+    fake["provenance"]["device"] = {"type": "cuda", "name": "SYNTHETIC TEST GPU", "threads": 1, "driver": "0"}
+    fake["provenance"]["tag"] = "cuda-synthetic-test"
+    wt = fake["probes"]["walltime"]
+    wt["timer"] = "torch.cuda.Event(enable_timing=True)"
+    wt["matmul_ceiling"] = [{"dtype": "bfloat16", "m": 8, "median_s": 1.0, "tflops": 1.0}]
+    wt["sdpa_backends"] = [
+        {"backend": "flash", "dtype": "bfloat16", "batch": 1, "heads": 1, "head_dim": 8, "n": 8,
+         "median_s": 1.0, "tflops": 0.5, "fraction_of_bf16_matmul": 0.5},
+        {"backend": "flash", "dtype": "float32", "batch": 1, "heads": 1, "head_dim": 8, "n": 8,
+         "error": "RuntimeError: no kernel"},
+    ]
+    (res / "cuda-synthetic-test.json").write_text(json.dumps(fake), encoding="utf-8")
+    figures.render_all(res, tmp_path / "out")
+    table = (tmp_path / "out" / "table1-measured.md").read_text(encoding="utf-8")
+    assert "GPU: pending" not in table and "GPU float32" in table
+    slopes = (tmp_path / "out" / "walltime-slopes.md").read_text(encoding="utf-8")
+    assert "SDPA 各后端" in slopes and "不可用" in slopes

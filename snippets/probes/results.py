@@ -32,7 +32,27 @@
 ``load_average``    开始与结束时的系统负载（共享机器上的噪声说明）。
 ``seed``            随机种子。
 
-每个原始重复样本都保存在 ``probes.walltime.series[*].points[*].samples_s`` 里（不只是中位数）。
+探针字段（``probes``）
+---------------------
+``flops``       ``rows[]``：``layer``、``n``、``d``、``mode``（``fwd``/``fwd+bwd``）、``counted``
+                （FlopCounterMode 的整数）、``closed_form``、``equal``；``all_equal``；``closed_forms``
+                （公式文字）；``crossovers[]``：``a``、``b``、``d``、``n_star``（二分法）、``theory``、
+                ``agrees`` 与交叉点两侧的计数；``counter_blind_spots``（信息性）。
+``paths``       ``rows[]``：``layer``、``config``、``n``、``depth``（测得的最小深度）、``theory``、
+                ``grad_norm_at_depth``（> 0）、``grad_norm_below``（= 0）、``agrees``；``definition``。
+``sequential``  ``rows[]``：``layer``、``n``、``critical_path``、``critical_path_compute``、``nodes``；
+                ``summary[layer]``：每步增量与截距；``fused_lstm``（融合 nn.LSTM 的反例）。
+``memory``      ``rows[]``：``method``（``naive``/``sdpa``/``online``）、``n``、``d``、``peak_bytes``、
+                ``net_bytes``、``one_nxn_bytes``，朴素注意力另有 ``closed_form`` 与 ``equal``；``method``
+                （测量方法）；``c14``（n²·b 的算术）。
+``walltime``    ``series[]``：``sweep``（``n``/``d``）、``dtype``、``layer``、``mode``、``batch``、``fixed``、
+                ``points[]``（``size``、``inner``、``samples_s``——**每一轮的原始样本**、``median_s``、
+                ``flops``、``gflops``、``overhead_dominated``）、``floor``（尺寸 1 的开销地板）、``fit``
+                （``slope``、``intercept``、``residual``）、``flop_slope``、``per_repeat_slopes``、``spread``、
+                ``paper_exponent``；``sequential_dependency[dtype][]``；``timer``、``threads``、``env``、
+                ``plan``（预设的完整计划）、负载；CUDA 另有 ``matmul_ceiling[]`` 与 ``sdpa_backends[]``。
+``gradients``   ``rows[]``：``label``、``model``、``slope``（数量级/步）、``theory_slope``、
+                ``per_seed[]``（第一个种子带整条 ``norms`` 曲线）；``T``、``d``、``k_fit``。
 
 :func:`validate` 先按 :data:`SCHEMA`（JSON Schema 的一个子集，本模块自带一个小校验器，
 不依赖第三方包）检查结构，再做语义检查（例如每个计时点的样本数等于重复次数）。

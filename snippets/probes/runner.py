@@ -23,17 +23,23 @@ _ATT = ("attention", "attention_core", "sdpa")
 _REC = ("rnn", "lstm", "gru")
 
 
-def _cpu_walltime(n_att, n_rec, n_conv, ds, *, repeats, target_s, retry, seq_steps, seq_batches):
+def _cpu_walltime(n_att, n_rec, n_conv, ds, *, repeats, target_s, retry, seq_steps, seq_batches,
+                  n_lstm=None, d_rec=None, d_lstm=None):
+    # n 扫描：注意力类 batch 1、d = 32；受限注意力与循环层 batch 4、d = 64；卷积 batch 16
     n_layers = {**{k: {"batch": 1, "d": 32, "sizes": n_att} for k in _ATT},
                 "restricted": {"batch": 4, "d": 64, "sizes": n_att},
                 **{k: {"batch": 4, "d": 64, "sizes": n_rec} for k in _REC},
                 "conv": {"batch": 16, "d": 64, "sizes": n_conv}}
+    if n_lstm:  # 融合 LSTM 的固定开销（oneDNN）较大，用更长的序列
+        n_layers["lstm"]["sizes"] = n_lstm
     # d 扫描：batch 1；注意力类与卷积在 n = 256，循环层在 n = 64（否则太慢）
     d_layers = {**{k: {"batch": 1, "n": 256, "sizes": ds} for k in (*_ATT, "restricted", "conv")},
-                **{k: {"batch": 1, "n": 64, "sizes": ds} for k in _REC}}
+                **{k: {"batch": 1, "n": 64, "sizes": d_rec or ds} for k in _REC}}
+    if d_lstm:
+        d_layers["lstm"]["sizes"] = d_lstm
     return {"sweeps": [{"axis": "n", "layers": n_layers}, {"axis": "d", "layers": d_layers}],
             "modes": ["fwd", "fwd+bwd"], "dtypes": ["float32"], "repeats": repeats, "target_s": target_s,
-            "floor_size": 1, "overhead_factor": 5.0, "residual_threshold": 0.25, "retry": retry,
+            "floor_size": 1, "overhead_factor": 3.0, "residual_threshold": 0.25, "retry": retry,
             "seqdep": {"d": 128, "steps": seq_steps, "batches": seq_batches}}
 
 
@@ -45,7 +51,7 @@ def _cuda_walltime(n_att, n_rec, ds, *, repeats, target_s, sdpa_sizes):
     d_layers = {k: {"batch": 8, "n": 256, "sizes": ds} for k in (*_ATT, "restricted", *_REC, "conv")}
     return {"sweeps": [{"axis": "n", "layers": n_layers}, {"axis": "d", "layers": d_layers}],
             "modes": ["fwd", "fwd+bwd"], "dtypes": ["float32", "bfloat16"], "repeats": repeats,
-            "target_s": target_s, "floor_size": 1, "overhead_factor": 5.0, "residual_threshold": 0.25,
+            "target_s": target_s, "floor_size": 1, "overhead_factor": 3.0, "residual_threshold": 0.25,
             "retry": True, "seqdep": {"d": 128, "steps": 256, "batches": [1, 16, 256]},
             "matmul_size": 8192,
             "sdpa": {"batch": 4, "heads": 16, "head_dim": 64, "sizes": sdpa_sizes}}
@@ -72,7 +78,8 @@ PRESETS: dict[str, dict] = {
         "memory": {"ns": [256, 512, 1024, 2048], "d": 64, "block": 256},
         "gradients": {"T": 200, "d": 32, "k_max": 150, "seeds": [0]},
         "walltime": _cpu_walltime([256, 512, 1024], [64, 128, 256], [256, 512, 1024], [128, 256, 512],
-                                  repeats=3, target_s=0.004, retry=False, seq_steps=128, seq_batches=[1, 16]),
+                                  repeats=3, target_s=0.004, retry=False, seq_steps=128, seq_batches=[1, 16],
+                                  n_lstm=[128, 256, 512], d_rec=[256, 512, 1024], d_lstm=[256, 512, 1024]),
     },
     "full": {
         "flops": {"ns": [16, 32, 64, 128, 256, 512, 1024], "ds": [8, 16, 32, 64, 128, 256], "d_fixed": 64,
@@ -83,7 +90,8 @@ PRESETS: dict[str, dict] = {
         "gradients": {"T": 200, "d": 32, "k_max": 150, "seeds": [0, 1, 2, 3, 4]},
         "walltime": _cpu_walltime([256, 512, 1024, 2048], [64, 128, 256, 512], [256, 512, 1024, 2048],
                                   [128, 256, 512, 1024], repeats=9, target_s=0.02, retry=True,
-                                  seq_steps=256, seq_batches=[1, 4, 16, 64]),
+                                  seq_steps=256, seq_batches=[1, 4, 16, 64], n_lstm=[128, 256, 512, 1024],
+                                  d_rec=[256, 512, 1024, 2048], d_lstm=[256, 512, 1024]),
     },
 }
 
