@@ -656,8 +656,11 @@ def render_provenance(results: list[dict], out_dir: Path) -> None:
              "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         p = r["provenance"]
-        commit = p["git"]["commit"][:12] + ("（有未提交改动）" if p["git"]["dirty"] else "")
-        lines.append(f"| `{r['_file']}` | {_device_label(r)} | {p['torch_version']} | {p['date_utc']} | `{commit}` | "
+        dirty = p["git"].get("dirty_paths") or []
+        commit = f"`{p['git']['commit'][:12]}`" + (
+            f"（有未提交改动：{'、'.join(f'`{x}`' for x in dirty[:5])}{' 等' if len(dirty) > 5 else ''}）" if dirty
+            else ("（有未提交改动）" if p["git"]["dirty"] else ""))
+        lines.append(f"| `{r['_file']}` | {_device_label(r)} | {p['torch_version']} | {p['date_utc']} | {commit} | "
                      f"{r.get('preset')} | `{p['command']}` | {p['runtime_s']:.0f} s | {'是' if id(r) in chosen else '否'} |")
     if not any(r["provenance"]["device"]["type"] == "cuda" for r in rows):
         lines += ["", "GPU: pending —— 尚无真实 GPU 的结果文件。"]

@@ -24,7 +24,8 @@
 ``torch_version``   ``torch.__version__``；``python_version``、``platform`` 同理。
 ``dtypes``          用到的数据类型（例如 ``["float32", "float64"]``，CUDA 还有 ``bfloat16``）。
 ``git``             ``commit``（``git rev-parse HEAD``，40 位十六进制）与 ``dirty``
-                    （工作区是否有未提交的改动；``results/`` 与 ``docs/generated/`` 之外）。
+                    （已跟踪文件是否有未提交的改动；``results/`` 与 ``docs/generated/`` 之外），
+                    ``dirty_paths`` 列出这些文件（共享工作区里别人的改动也会出现在这里）。
 ``date_utc``        运行开始的 UTC 时间，``YYYY-MM-DDTHH:MM:SSZ``。
 ``command``         完整命令行，例如 ``python -m snippets.probes --device cpu --preset full
                     --out results/cpu-….json``。
@@ -311,10 +312,14 @@ def git_state(root: Path = REPO_ROOT) -> dict:
                             check=True).stdout.strip()
     status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
                             capture_output=True, text=True, check=True).stdout
-    dirty = any(line[3:].split(" -> ")[-1].strip('"').split("/")[0] not in ("results",)
-                and not line[3:].startswith("docs/generated/")
-                for line in status.splitlines() if line.strip())
-    return {"commit": commit, "dirty": dirty}
+    paths = []
+    for line in status.splitlines():
+        if not line.strip():
+            continue
+        path = line[3:].split(" -> ")[-1].strip('"')
+        if not path.startswith(("results/", "docs/generated/")):
+            paths.append(path)
+    return {"commit": commit, "dirty": bool(paths), "dirty_paths": sorted(paths)[:50]}
 
 
 def utc_now() -> str:
