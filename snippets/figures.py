@@ -682,6 +682,11 @@ RENDERERS = [
     render_provenance,
 ]
 
+# 其它实验的渲染函数追加在这里（同样的签名 ``(results, out_dir) -> None``）。
+from snippets.attention_figures import render_attention_heatmaps  # noqa: E402  复制任务的注意力热图
+
+RENDERERS.append(render_attention_heatmaps)
+
 
 def render_all(results_dir: Path = RESULTS_DIR, out_dir: Path = OUT_DIR, renderers=None) -> list[Path]:
     results = load_results(results_dir)
