@@ -16,4 +16,6 @@ torch 之前把线程数固定为 1）：
 - :mod:`~snippets.probes.walltime`    墙钟时间：n、d 扫描，log-log 斜率（子进程，单线程）
 - :mod:`~snippets.probes.gradients`   梯度衰减：‖∂L/∂x_{T−k}‖ 随 k 的斜率
 - :mod:`~snippets.probes.results`     结果文件的模式（schema）、出处（provenance）与校验
+- :mod:`~snippets.probes.fit`         log-log 拟合与斜率的 spread
+- :mod:`~snippets.probes.runner`      预设（tiny / quick / full）与命令行实现
 """
