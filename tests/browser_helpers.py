@@ -1,0 +1,674 @@
+"""Shared machinery for the browser tests (tests/test_browser.py, tests/test_reader.py).
+
+It is three things at once, so that everything browser-related lives in one owned file:
+
+* a pytest plugin (the test modules load it with ``pytest_plugins``): one Chromium per
+  session, and a cache of page visits so that each page is opened once per palette;
+* an MkDocs hook for ``mkdocs-offline.yml``: ``on_post_build`` writes the iframe-worker
+  shim that lets Material's search run over ``file://``;
+* a small command line, used by the Makefile::
+
+      python tests/browser_helpers.py offline   # site-offline/ and dist/site-offline.zip
+      python tests/browser_helpers.py audit     # lighthouse/<page>.json and summary.md
+
+Chromium is Debian's (``$CHROMIUM``, default /usr/bin/chromium); never ``playwright install``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+from pathlib import Path
+from urllib.parse import unquote, urljoin, urlparse
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+OUTPUT = ROOT / "test-output"
+SCREENSHOTS = OUTPUT / "screenshots"
+AXE_JS = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+DESKTOP = {"width": 1280, "height": 900}
+MOBILE = {"width": 390, "height": 844}
+SCHEMES = ("light", "dark")
+
+# --------------------------------------------------------------------------------------
+# Which pages the site has: the nav of mkdocs.yml (known before the build, so tests can be
+# parametrised at collection time) and, after the build, its sitemap.xml.
+# --------------------------------------------------------------------------------------
+
+
+class _TolerantLoader(yaml.SafeLoader):
+    """Reads mkdocs.yml without evaluating ``!ENV`` or ``!!python/...`` tags."""
+
+
+_TolerantLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
+_TolerantLoader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
+
+
+def read_config(name: str = "mkdocs.yml") -> dict:
+    return yaml.load((ROOT / name).read_text(encoding="utf-8"), Loader=_TolerantLoader)
+
+
+def _flatten_nav(nav) -> list[tuple[str, str]]:
+    """[(title, docs-relative source path)] in nav order."""
+    out: list[tuple[str, str]] = []
+    for item in nav or []:
+        if isinstance(item, str):
+            out.append((item, item))
+        elif isinstance(item, dict):
+            for title, value in item.items():
+                if isinstance(value, str):
+                    if "://" not in value:
+                        out.append((title, value))
+                else:
+                    out.extend(_flatten_nav(value))
+    return out
+
+
+def src_to_url(src: str, directory_urls: bool = True) -> str:
+    """docs-relative source path -> site-relative URL, as MkDocs writes it."""
+    stem = re.sub(r"\.(md|ipynb)$", "", src)
+    if not directory_urls:
+        return stem + ".html"
+    if stem == "index":
+        return ""
+    if stem.endswith("/index"):
+        return stem[: -len("index")]
+    return stem + "/"
+
+
+def page_id(url: str) -> str:
+    """A short test id for a site-relative URL: '' -> 'home', 'chapters/01-x/' -> '01-x'."""
+    parts = [p for p in url.strip("/").split("/") if p]
+    return parts[-1] if parts else "home"
+
+
+NAV = [(title, src, src_to_url(src)) for title, src in _flatten_nav(read_config().get("nav"))]
+NAV_URLS = [url for _, _, url in NAV]
+CHAPTER_URLS = [url for url in NAV_URLS if url.startswith("chapters/")]
+
+
+def sitemap_urls(site_dir: Path, site_url: str) -> list[str]:
+    """Site-relative URLs listed in the built sitemap.xml."""
+    text = (site_dir / "sitemap.xml").read_text(encoding="utf-8")
+    locs = re.findall(r"<loc>\s*([^<\s]+)\s*</loc>", text)
+    base = urlparse(site_url).path
+    return [urlparse(loc).path[len(base):] for loc in locs]
+
+
+# --------------------------------------------------------------------------------------
+# Chromium
+# --------------------------------------------------------------------------------------
+
+
+def launch(playwright):
+    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+
+
+@pytest.fixture(scope="session")
+def chromium_browser():
+    """One Chromium for the whole session (the suite runs on 2 shared cores)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (set $CHROMIUM)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        browser = launch(p)
+        yield browser
+        browser.close()
+
+
+def new_context(browser, scheme: str = "light", viewport: dict | None = None, **kw):
+    """A fresh context (empty cache and storage) in the given palette.
+
+    The palette follows Material's media-query palette entries, which is what a reader
+    whose system is in dark mode gets on the first visit.
+    """
+    return browser.new_context(
+        color_scheme="dark" if scheme == "dark" else "light",
+        viewport=viewport or DESKTOP,
+        locale="zh-CN",
+        service_workers="block",
+        **kw,
+    )
+
+
+class Recorder:
+    """Everything a page says on the side: console errors, failed loads, every request."""
+
+    def __init__(self, page):
+        self.console_errors: list[str] = []
+        self.requests: list = []
+        self.bad_responses: list[str] = []
+        page.on("console", self._console)
+        page.on("pageerror", lambda exc: self.console_errors.append(f"pageerror: {exc}"))
+        page.context.on("request", lambda r: self.requests.append(r))
+        page.context.on("requestfailed", lambda r: self.bad_responses.append(f"{r.url} ({r.failure})"))
+        page.context.on(
+            "response", lambda r: r.status >= 400 and self.bad_responses.append(f"{r.url} (HTTP {r.status})")
+        )
+
+    def _console(self, msg):
+        if msg.type == "error":
+            loc = msg.location or {}
+            self.console_errors.append(f"{msg.text} [{loc.get('url', '')}:{loc.get('lineNumber', '')}]")
+
+    def foreign_requests(self, allowed_hosts=("127.0.0.1",)) -> list[str]:
+        """Requests that leave the site: any http(s)/ws host but ``allowed_hosts``."""
+        out = []
+        for r in self.requests:
+            u = urlparse(r.url)
+            if u.scheme in ("data", "blob", "about", "file", "chrome-extension"):
+                continue
+            if u.hostname not in allowed_hosts:
+                out.append(r.url)
+        return out
+
+
+def wait_for_page(page) -> None:
+    """Loaded, math typeset, fonts in, network quiet."""
+    page.wait_for_load_state("load")
+    # KaTeX runs in Material's document$ subscription, right after DOMContentLoaded.
+    page.wait_for_function(
+        "() => document.querySelectorAll('.arithmatex').length === 0"
+        " || document.querySelectorAll('.katex').length > 0",
+        timeout=15_000,
+    )
+    page.evaluate("document.fonts.ready.then(() => true)")
+    with contextlib.suppress(Exception):
+        page.wait_for_load_state("networkidle", timeout=5_000)
+
+
+# Text nodes under these are not prose: code, rendered math, scripts, the search UI.
+_NOT_PROSE = "pre, code, script, style, noscript, textarea, template, .katex, .md-search, .md-code__nav"
+
+MATH_JS = """(notProse) => {
+  const q = s => document.querySelectorAll(s).length;
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  const text = [];
+  while (walker.nextNode()) {
+    const n = walker.currentNode;
+    if (n.parentElement && !n.parentElement.closest(notProse)) text.push(n.nodeValue);
+  }
+  return {
+    arithmatex: q('.arithmatex'),
+    katex: q('.katex'),
+    mathml: q('.katex .katex-mathml math'),
+    errors: [...document.querySelectorAll('.katex-error')].map(e => e.getAttribute('title') || e.textContent).slice(0, 10),
+    prose: text.join(' '),
+    scheme: document.body.getAttribute('data-md-color-scheme'),
+  };
+}"""
+
+# TeX that KaTeX should have consumed. A dollar pair with TeX between is caught too.
+RAW_TEX = re.compile(
+    r"\$\$|\\\(|\\\)|\\\[|\\\]"
+    r"|\\(?:frac|dfrac|sqrt|mathrm|mathbf|operatorname|left|right|sum|prod|partial|top|cdot|le|ge"
+    r"|sigma|alpha|gamma|odot|times|text|max|min|exp|log)(?![A-Za-z])"
+    r"|\$[^$\s][^$]{0,80}?[\\^_{}][^$]{0,80}?\$"
+)
+
+
+def raw_tex(prose: str) -> list[str]:
+    """Snippets of prose around every raw TeX fragment left unrendered."""
+    return [prose[max(0, m.start() - 30) : m.end() + 30].replace("\n", " ") for m in RAW_TEX.finditer(prose)][:10]
+
+
+IMAGES_JS = """async () => {
+  const imgs = [...document.images];
+  for (const img of imgs) img.loading = 'eager';
+  await Promise.all(imgs.map(img => img.decode().catch(() => null)));
+  return imgs.map(img => ({
+    src: img.getAttribute('src').slice(0, 120),
+    ok: img.complete && img.naturalWidth > 0 && img.naturalHeight > 0,
+    alt: img.getAttribute('alt'),
+    content: !!img.closest('.md-content'),
+    notebook: !!img.closest('.jp-OutputArea, .jp-Cell, .jupyter-wrapper'),
+  }));
+}"""
+
+ANCHORS_JS = """() => {
+  const here = location.origin + location.pathname;
+  const same = [], other = [], broken = [];
+  for (const a of document.querySelectorAll('a[href]')) {
+    let u;
+    try { u = new URL(a.href); } catch (e) { continue; }
+    if (!u.hash || u.hash === '#') continue;
+    if (u.origin + u.pathname === here) {
+      same.push(a.getAttribute('href'));
+      const id = decodeURIComponent(u.hash.slice(1));
+      if (!document.getElementById(id) && !document.getElementsByName(id).length)
+        broken.push(a.getAttribute('href'));
+    } else if (u.origin === location.origin) {
+      other.push(u.href);
+    }
+  }
+  return {same: same.length, broken, other};
+}"""
+
+COPY_TARGETS_JS = """() => {
+  const blocks = [...document.querySelectorAll('.md-content pre > code')];
+  const buttons = [...document.querySelectorAll('.md-content [data-md-type=copy][data-clipboard-target]')];
+  return {
+    blocks: blocks.length,
+    without_button: blocks.filter(c => !c.parentElement.querySelector('[data-md-type=copy]')).length,
+    buttons: buttons.map(b => b.getAttribute('data-clipboard-target')),
+  };
+}"""
+
+
+# Rules whose outcome depends on the palette; the others need one run (light) per page.
+AXE_COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+
+
+def run_axe(page, rules: list[str] | None = None) -> list[dict]:
+    """axe-core's violations on the current page (all default rules, or ``rules``), impact serious or critical."""
+    page.add_script_tag(path=str(AXE_JS))
+    options = {"resultTypes": ["violations"]}
+    if rules:
+        options["runOnly"] = {"type": "rule", "values": rules}
+    result = page.evaluate(
+        """async (options) => {
+          const r = await axe.run(document, options);
+          return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+            count: v.nodes.length,
+            nodes: v.nodes.slice(0, 5).map(n => n.target.join(' ') + ' :: '
+              + ((n.any[0] || n.all[0] || n.none[0] || {}).message || ''))}));
+        }""",
+        options,
+    )
+    return [v for v in result if v["impact"] in ("serious", "critical")]
+
+
+# Open the collapsed answers (<details>) and select the tab that hold an element.
+REVEAL_JS = """el => {
+  for (let e = el; e; e = e.parentElement) {
+    if (e.tagName === 'DETAILS') e.open = true;
+    if (e.parentElement && e.parentElement.classList.contains('tabbed-content')) {
+      const set = e.parentElement.closest('.tabbed-set');
+      const i = [...e.parentElement.children].indexOf(e);
+      const input = set && set.querySelectorAll(':scope > input')[i];
+      if (input) input.checked = true;
+    }
+  }
+}"""
+
+
+def check_copy_buttons(page) -> tuple[int, list[str]]:
+    """Click every copy button; the clipboard must hold exactly the block's text."""
+    targets = page.evaluate(COPY_TARGETS_JS)["buttons"]
+    bad = []
+    for i, target in enumerate(targets):
+        button = page.locator(f'.md-content [data-md-type=copy][data-clipboard-target="{target}"]').first
+        button.evaluate(REVEAL_JS)
+        page.evaluate("navigator.clipboard.writeText('')")
+        button.scroll_into_view_if_needed()
+        button.click()
+        copied = page.evaluate("navigator.clipboard.readText()")
+        expected = page.evaluate("t => document.querySelector(t).textContent.trimEnd()", target)
+        if copied != expected:
+            bad.append(f"{target}: copied {copied[:80]!r}... expected {expected[:80]!r}...")
+    return len(targets), bad
+
+
+class Site:
+    """Visits pages of the served site, once per (page, palette), and keeps what it saw."""
+
+    def __init__(self, browser, base_url: str, site_dir: Path):
+        self.browser = browser
+        self.base_url = base_url
+        self.site_dir = site_dir
+        self._reports: dict[tuple[str, str], dict] = {}
+
+    def url(self, path: str) -> str:
+        return urljoin(self.base_url, path)
+
+    def report(self, path: str, scheme: str = "light") -> dict:
+        key = (path, scheme)
+        if key not in self._reports:
+            self._reports[key] = self._visit(path, scheme)
+        return self._reports[key]
+
+    def _visit(self, path: str, scheme: str) -> dict:
+        ctx = new_context(self.browser, scheme)
+        origin = "{0.scheme}://{0.netloc}".format(urlparse(self.base_url))
+        ctx.grant_permissions(["clipboard-read", "clipboard-write"], origin=origin)
+        page = ctx.new_page()
+        rec = Recorder(page)
+        try:
+            page.goto(self.url(path), wait_until="load")
+            wait_for_page(page)
+            math = page.evaluate(MATH_JS, _NOT_PROSE)
+            report = {
+                "path": path,
+                "scheme": scheme,
+                "math": {k: v for k, v in math.items() if k != "prose"},
+                "raw_tex": raw_tex(math["prose"]),
+                "images": page.evaluate(IMAGES_JS),
+                "anchors": page.evaluate(ANCHORS_JS),
+                "axe": run_axe(page, None if scheme == "light" else AXE_COLOUR_RULES),
+            }
+            if scheme == "light":
+                report["code"] = page.evaluate(COPY_TARGETS_JS)
+                report["copy_checked"], report["copy_bad"] = check_copy_buttons(page)
+            # After axe and the clicks, so that they are checked too.
+            report["console_errors"] = list(rec.console_errors)
+            report["bad_responses"] = list(rec.bad_responses)
+            report["foreign_requests"] = rec.foreign_requests()
+            report["request_count"] = len(rec.requests)
+            return report
+        finally:
+            ctx.close()
+
+    def ids_on_disk(self, url: str) -> set[str] | None:
+        """Element ids of a built page, read from its HTML file; None if there is no file."""
+        path = urlparse(url).path[len(urlparse(self.base_url).path):]
+        file = self.site_dir / (path + "index.html" if path.endswith("/") or not path else path)
+        if not file.is_file():
+            return None
+        html = file.read_text(encoding="utf-8")
+        return set(re.findall(r"""\b(?:id|name)=["']?([^"'\s>]+)""", html))
+
+
+@pytest.fixture(scope="session")
+def site(chromium_browser, site_url, built_site) -> Site:
+    return Site(chromium_browser, site_url, built_site)
+
+
+def save_screenshot(page, name: str, full_page: bool = True) -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=full_page)
+    return path
+
+
+# --------------------------------------------------------------------------------------
+# Search: the shipped Material worker, fed the built index, queried directly.
+# --------------------------------------------------------------------------------------
+
+SEARCH_WORKER_JS = """async (queries) => {
+  const config = JSON.parse(document.getElementById('__config').textContent);
+  const base = new URL(config.base + '/', location.href);
+  const index = await (await fetch(new URL('search/search_index.json', base))).json();
+  const worker = new Worker(new URL(config.search, base));
+  const ask = msg => new Promise((resolve, reject) => {
+    worker.onmessage = ev => resolve(ev.data);
+    worker.onerror = ev => reject(new Error(ev.message));
+    worker.postMessage(msg);
+  });
+  // Message types of Material's worker: 0 setup, 1 ready, 2 query, 3 result.
+  const ready = await ask({type: 0, data: {config: index.config, docs: index.docs,
+                                            options: {suggest: true}}});
+  if (ready.type !== 1) throw new Error('search worker not ready: ' + JSON.stringify(ready));
+  const out = {};
+  for (const q of queries) {
+    const res = await ask({type: 2, data: q});
+    out[q] = res.data.items.map(group => group.map(item => item.location));
+  }
+  worker.terminate();
+  return out;
+}"""
+
+
+def search_with_worker(page, queries: list[str]) -> dict[str, list[list[str]]]:
+    """For each query, the result groups (one per page, best first) as lists of locations."""
+    return page.evaluate(SEARCH_WORKER_JS, queries)
+
+
+def type_search(page, query: str) -> list[str]:
+    """Type into Material's search box like a reader; return the result links shown."""
+    label = page.locator("label.md-header__button[for='__search']")
+    if label.is_visible():  # narrow screens: the search icon opens the box
+        label.click()
+    box = page.locator("input.md-search__input")
+    box.click()
+    box.fill("")
+    page.keyboard.type(query, delay=20)
+    page.keyboard.press("End")  # Material reads the box on keyup
+    page.wait_for_function(
+        "q => { const m = document.querySelector('.md-search-result__meta');"
+        " return document.querySelector('input.md-search__input').value === q"
+        " && document.querySelectorAll('.md-search-result__item').length > 0 && m && /\\d/.test(m.textContent); }",
+        arg=query,
+        timeout=20_000,
+    )
+    time.sleep(0.3)  # the list renders after the count; let the last keyup settle
+    return page.eval_on_selector_all(".md-search-result__item a", "els => els.map(a => a.href)")
+
+
+# --------------------------------------------------------------------------------------
+# Budgets: bytes a first visit transfers.
+# --------------------------------------------------------------------------------------
+
+BUDGET_TYPES = {"document", "stylesheet", "script", "font", "image"}
+
+
+def first_load_bytes(browser, url: str) -> dict:
+    """Response body bytes of a first visit (fresh context, cache disabled), by resource type."""
+    ctx = new_context(browser)
+    page = ctx.new_page()
+    cdp = ctx.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send("Network.setCacheDisabled", {"cacheDisabled": True})
+    finished = []
+    ctx.on("requestfinished", lambda r: finished.append(r))
+    try:
+        page.goto(url, wait_until="load")
+        wait_for_page(page)
+        by_type: dict[str, int] = {}
+        files = []
+        for req in finished:
+            size = req.sizes()["responseBodySize"]
+            by_type[req.resource_type] = by_type.get(req.resource_type, 0) + size
+            files.append((size, req.resource_type, req.url))
+        return {
+            "budgeted": sum(v for k, v in by_type.items() if k in BUDGET_TYPES),
+            "total": sum(by_type.values()),
+            "by_type": by_type,
+            "largest": sorted(files, reverse=True)[:8],
+        }
+    finally:
+        ctx.close()
+
+
+# --------------------------------------------------------------------------------------
+# Offline edition: mkdocs-offline.yml, its hook, and the zip.
+# --------------------------------------------------------------------------------------
+
+# iframe-worker 1.0.4, shim/index.js (MIT, (c) Martin Donath, github.com/squidfunk/iframe-worker):
+# the shim Material's offline plugin would load from unpkg.com. Over file:// it replaces
+# window.Worker with a hidden iframe that runs the worker script.
+IFRAME_WORKER_SHIM = (
+    '"use strict";(()=>{function c(s,n){parent.postMessage(s,n||"*")}function d(...s){return s.reduce((n,e)=>n.'
+    'then(()=>new Promise(r=>{let t=document.createElement("script");t.src=e,t.onload=r,document.body.appendChild'
+    '(t)})),Promise.resolve())}var o=class extends EventTarget{constructor(e){super();this.url=e;this.m=e=>{e.sou'
+    'rce===this.w&&(this.dispatchEvent(new MessageEvent("message",{data:e.data})),this.onmessage&&this.onmessage('
+    'e))};this.e=(e,r,t,i,m)=>{if(r===`${this.url}`){let a=new ErrorEvent("error",{message:e,filename:r,lineno:t,'
+    'colno:i,error:m});this.dispatchEvent(a),this.onerror&&this.onerror(a)}};let r=document.createElement("iframe'
+    '");r.hidden=!0,document.body.appendChild(this.iframe=r),this.w.document.open(),this.w.document.write(`<html>'
+    '<body><script>postMessage=${c};importScripts=${d};addEventListener("error",({error})=>{parent.dispatchEvent('
+    'new ErrorEvent("error",{filename:"${e}",error}))})<\\/script><script src=${e}?${+Date.now()}><\\/script></bo'
+    'dy></html>`),this.w.document.close(),onmessage=this.m,onerror=this.e,this.r=new Promise((t,i)=>{this.w.onloa'
+    'd=t,this.w.onerror=i})}terminate(){this.iframe.remove(),onmessage=onerror=null}postMessage(e){this.r.catch()'
+    '.then(()=>{this.w.dispatchEvent(new MessageEvent("message",structuredClone({data:e})))})}get w(){return this'
+    '.iframe.contentWindow}};window.IFrameWorker=o;location.protocol==="file:"&&(window.Worker=o);})();\n'
+)
+
+
+def on_post_build(config, **kwargs):
+    """MkDocs hook (mkdocs-offline.yml): write each local polyfill named 'iframe-worker'."""
+    for script in config.extra.get("polyfills", []):
+        src = str(script)
+        if "iframe-worker" in src and "://" not in src:
+            target = Path(config.site_dir) / src
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(IFRAME_WORKER_SHIM, encoding="utf-8")
+
+
+def build_offline(site_dir: Path, zip_path: Path | None = None, strict: bool = True) -> subprocess.CompletedProcess:
+    """``mkdocs build -f mkdocs-offline.yml`` into site_dir, then zip it (top folder site-offline/)."""
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    cmd = [sys.executable, "-m", "mkdocs", "build", "-f", "mkdocs-offline.yml", "--site-dir", str(site_dir)]
+    if strict:
+        cmd.append("--strict")
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    if proc.returncode == 0 and zip_path is not None:
+        zip_dir(site_dir, zip_path, top="site-offline")
+    return proc
+
+
+def zip_dir(src: Path, zip_path: Path, top: str) -> None:
+    zip_path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = zip_path.with_suffix(".zip.part")
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        for file in sorted(p for p in src.rglob("*") if p.is_file()):
+            zf.write(file, f"{top}/{file.relative_to(src).as_posix()}")
+    tmp.replace(zip_path)
+
+
+# --------------------------------------------------------------------------------------
+# A static server (the audit), as conftest's site_url does for the tests.
+# --------------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+@contextlib.contextmanager
+def serve(directory: Path, port: int):
+    handler = functools.partial(_QuietHandler, directory=str(directory))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+# --------------------------------------------------------------------------------------
+# Command line: `offline` and `audit`.
+# --------------------------------------------------------------------------------------
+
+LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
+CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
+
+
+def cmd_offline() -> int:
+    site_dir, zip_path = ROOT / "site-offline", ROOT / "dist" / "site-offline.zip"
+    shutil.rmtree(site_dir, ignore_errors=True)
+    proc = build_offline(site_dir, zip_path)
+    sys.stdout.write(proc.stdout)
+    sys.stderr.write(proc.stderr)
+    if proc.returncode == 0:
+        print(f"offline edition: {site_dir.relative_to(ROOT)}/ and {zip_path.relative_to(ROOT)} "
+              f"({zip_path.stat().st_size / 1e6:.2f} MB); open site-offline/index.html")
+    return proc.returncode
+
+
+def cmd_audit() -> int:
+    """Lighthouse on every chapter page of a fresh local build. A benchmark, not a test."""
+    out_dir = ROOT / "lighthouse"
+    out_dir.mkdir(exist_ok=True)
+    port = free_port()
+    origin = f"http://127.0.0.1:{port}/"
+    with tempfile.TemporaryDirectory(prefix="audit-") as tmp:
+        site_dir = Path(tmp) / "site"
+        env = dict(os.environ, NO_MKDOCS_2_WARNING="1", SITE_URL=origin)
+        build = subprocess.run(
+            [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
+            cwd=ROOT, env=env, capture_output=True, text=True,
+        )
+        if build.returncode != 0:
+            sys.stderr.write(build.stdout + build.stderr)
+            return build.returncode
+        rows = []
+        with serve(site_dir, port) as base:
+            for url in CHAPTER_URLS:
+                name = page_id(url)
+                report = out_dir / f"{name}.json"
+                flags = " ".join(["--headless=new", *CHROMIUM_ARGS])
+                cmd = [
+                    str(LIGHTHOUSE), urljoin(base, url), "--output=json", f"--output-path={report}",
+                    f"--chrome-flags={flags}", "--quiet", "--locale=zh",
+                    "--only-categories=" + ",".join(CATEGORIES),
+                ]
+                t0 = time.monotonic()
+                proc = subprocess.run(cmd, env=dict(os.environ, CHROME_PATH=CHROMIUM), capture_output=True, text=True)
+                if proc.returncode != 0 or not report.is_file():
+                    sys.stderr.write(proc.stdout + proc.stderr)
+                    return proc.returncode or 1
+                data = json.loads(report.read_text(encoding="utf-8"))
+                scores = {c: data["categories"][c]["score"] for c in CATEGORIES}
+                audits = data["audits"]
+                failed = sorted(
+                    k for k, a in audits.items()
+                    if a.get("score") is not None and a.get("scoreDisplayMode") in ("binary", "numeric")
+                    and a["score"] < 0.9 and any(k in ref["id"] for cat in CATEGORIES
+                                                  for ref in data["categories"][cat]["auditRefs"] if ref["weight"] > 0)
+                )
+                rows.append((name, url, scores, audits, failed, time.monotonic() - t0))
+                print(f"lighthouse {url}: " + ", ".join(f"{c} {s * 100:.0f}" for c, s in scores.items()), flush=True)
+    lines = [
+        "# Lighthouse",
+        "",
+        f"Lighthouse {data.get('lighthouseVersion')}, {data['configSettings']['formFactor']} emulation, "
+        f"Chromium {data['environment'].get('hostUserAgent', '').split('Chrome/')[-1].split(' ')[0]}, "
+        "a local static server (no compression). A benchmark on a shared machine, not a test.",
+        "",
+        "| page | performance | accessibility | best practices | SEO | FCP | LCP | TBT | CLS | transfer |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, url, scores, audits, failed, _ in rows:
+        def metric(key):
+            return audits.get(key, {}).get("displayValue", "–").replace("\xa0", " ")
+        lines.append(
+            f"| [{url}](../{name}.json) | " + " | ".join(f"{scores[c] * 100:.0f}" for c in CATEGORIES)
+            + f" | {metric('first-contentful-paint')} | {metric('largest-contentful-paint')}"
+            f" | {metric('total-blocking-time')} | {metric('cumulative-layout-shift')} | {metric('total-byte-weight')} |"
+        )
+    lines += ["", "Audits below 90 that weigh on a score:", ""]
+    for name, url, scores, audits, failed, _ in rows:
+        lines.append(f"- `{url}`: " + (", ".join(f"`{k}`" for k in failed) or "none"))
+    (out_dir / "summary.md").write_text("\n".join(lines).replace("](../", "](") + "\n", encoding="utf-8")
+    print((out_dir / "summary.md").read_text(encoding="utf-8"))
+    return 0
+
+
+if __name__ == "__main__":
+    commands = {"offline": cmd_offline, "audit": cmd_audit}
+    if len(sys.argv) != 2 or sys.argv[1] not in commands:
+        sys.exit(f"usage: {sys.argv[0]} {{{'|'.join(commands)}}}")
+    sys.exit(commands[sys.argv[1]]())
