@@ -1,0 +1,300 @@
+"""Reader-grade checks of the built site in Chromium.
+
+Every page in both palettes: math (with MathML), no console errors, images with Chinese alt
+text, in-page anchors, the code copy button, axe-core. Then search quality against
+tests/search_queries.json through Material's own search worker, screenshots of each chapter
+at desktop and phone widths, byte budgets, and the offline edition over file://.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zipfile
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+pytest.register_assert_rewrite("browser_helpers")
+
+from browser_helpers import (  # noqa: E402
+    AXE_JS,
+    CHAPTER_URLS,
+    DESKTOP,
+    MOBILE,
+    NAV,
+    NAV_URLS,
+    OUTPUT,
+    ROOT,
+    Recorder,
+    build_offline,
+    first_load_bytes,
+    new_context,
+    page_id,
+    read_config,
+    save_screenshot,
+    search_with_worker,
+    src_to_url,
+    type_search,
+    wait_for_page,
+)
+
+pytest_plugins = ["browser_helpers"]
+pytestmark = pytest.mark.browser
+
+PAGES = [pytest.param(url, id=page_id(url)) for url in NAV_URLS]
+PAGE_SCHEMES = [
+    pytest.param(url, scheme, id=f"{page_id(url)}-{scheme}") for url in NAV_URLS for scheme in ("light", "dark")
+]
+CHAPTERS = [pytest.param(url, id=page_id(url)) for url in CHAPTER_URLS]
+NOTEBOOK_URLS = {url for _, src, url in NAV if src.endswith(".ipynb")}
+CJK = re.compile(r"[\u4e00-\u9fff]")
+PAGE_BUDGET = 800 * 1024
+SEARCH_INDEX_BUDGET = int(1.5 * 1024 * 1024)
+QUERIES_FILE = Path(__file__).with_name("search_queries.json")
+
+
+def _dump(name: str, data) -> None:
+    OUTPUT.mkdir(parents=True, exist_ok=True)
+    (OUTPUT / name).write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------- every page
+
+
+@pytest.mark.parametrize(("path", "scheme"), PAGE_SCHEMES)
+def test_math_renders_in_palette(site, path, scheme):
+    """Light and dark: the palette is applied, every formula is typeset and keeps its MathML."""
+    r = site.report(path, scheme)
+    math = r["math"]
+    assert math["scheme"] == ("slate" if scheme == "dark" else "default")
+    assert math["katex"] >= math["arithmatex"]
+    assert math["mathml"] == math["katex"], "KaTeX output without MathML: screen readers get nothing"
+    assert not math["errors"], math["errors"]
+    assert not r["raw_tex"], r["raw_tex"]
+
+
+@pytest.mark.parametrize(("path", "scheme"), PAGE_SCHEMES)
+def test_no_console_errors(site, path, scheme):
+    """No console error, uncaught exception, failed or 4xx/5xx load, axe and copy clicks included."""
+    r = site.report(path, scheme)
+    assert not r["console_errors"], "\n".join(r["console_errors"])
+    assert not r["bad_responses"], "\n".join(r["bad_responses"])
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_images_load_and_have_chinese_alt(site, path):
+    """Every <img> loads with a non-zero natural size; every figure has Chinese alt text."""
+    images = site.report(path)["images"]
+    broken = [i["src"] for i in images if not i["ok"]]
+    assert not broken, f"images that did not load: {broken}"
+    figures = [i for i in images if i["content"]]
+    no_alt = [f"{i['src']} alt={i['alt']!r}" for i in figures if not (i["alt"] and CJK.search(i["alt"]))]
+    assert not no_alt, f"figures without Chinese alt text: {no_alt}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_anchor_links_land(site, path):
+    """Each same-page link lands on an existing id; links to other pages' #ids too."""
+    r = site.report(path)["anchors"]
+    assert not r["broken"], f"in-page links to missing ids: {r['broken']}"
+    missing = []
+    for url in sorted(set(r["other"])):
+        ids = site.ids_on_disk(url.split("#")[0])
+        target = unquote(url.split("#", 1)[1])
+        if ids is not None and target not in ids:
+            missing.append(url)
+    assert not missing, f"links to missing ids on other pages: {missing}"
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_code_copy_button_copies_the_block(site, path):
+    """The copy button of every code block puts exactly that block's text on the clipboard."""
+    r = site.report(path, "light")
+    code = r["code"]
+    assert not r["copy_bad"], "\n".join(r["copy_bad"])
+    assert r["copy_checked"] == len(code["buttons"])
+    if path not in NOTEBOOK_URLS:
+        assert code["without_button"] == 0, f"{code['without_button']} code blocks without a copy button"
+
+
+@pytest.mark.parametrize(("path", "scheme"), PAGE_SCHEMES)
+def test_axe_no_serious_violations(site, path, scheme):
+    """axe-core (node_modules) finds no serious or critical violation, in either palette."""
+    assert AXE_JS.is_file(), "run `make setup` (npm ci) for axe-core"
+    violations = site.report(path, scheme)["axe"]
+    lines = [f"[{v['impact']}] {v['id']}: {v['help']} ({v['count']}x) e.g. {v['nodes'][:3]}" for v in violations]
+    print("\n".join(lines))
+    assert not violations, "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- search
+
+
+def _load_queries() -> dict:
+    return json.loads(QUERIES_FILE.read_text(encoding="utf-8"))
+
+
+def test_search_queries_file_is_sound():
+    """≥ 40 queries, each naming a nav page; the hard kinds are all represented."""
+    spec = _load_queries()
+    queries = spec["queries"]
+    assert len(queries) >= 40
+    assert len({q["q"] for q in queries}) == len(queries), "duplicate queries"
+    for q in queries:
+        assert q["page"] in NAV_URLS, f"{q['q']}: {q['page']} is not a page of the nav"
+    kinds = {q["kind"] for q in queries}
+    assert {"zh-term", "compound-tail", "english", "symbol", "mixed"} <= kinds
+
+
+def test_search_recall(chromium_browser, site_url, built_site):
+    """Each query's page (and section) is in the top 3 results of the shipped search worker."""
+    spec = _load_queries()
+    top = spec["top"]
+    ctx = new_context(chromium_browser)
+    page = ctx.new_page()
+    try:
+        page.goto(site_url)
+        wait_for_page(page)
+        results = search_with_worker(page, [q["q"] for q in spec["queries"]])
+    finally:
+        ctx.close()
+    misses, report = [], []
+    for q in spec["queries"]:
+        groups = results[q["q"]]
+        pages = [g[0].split("#")[0] for g in groups]
+        hit = q["page"] in pages[:top]
+        if hit and q.get("anchor"):
+            group = groups[pages.index(q["page"])]
+            sections = [unquote(loc.split("#", 1)[1]) for loc in group if "#" in loc][:top]
+            hit = q["anchor"] in sections
+        report.append({"q": q["q"], "hit": hit, "expected": q["page"] + ("#" + q["anchor"] if q.get("anchor") else ""),
+                       "top": [[unquote(loc) for loc in g[:top]] for g in groups[:top]]})
+        if not hit:
+            misses.append(f"{q['q']!r} ({q['kind']}): want {report[-1]['expected']}, got {report[-1]['top']}")
+    _dump("search-recall.json", report)
+    recall = 1 - len(misses) / len(spec["queries"])
+    print(f"search recall {recall:.1%} ({len(spec['queries']) - len(misses)}/{len(spec['queries'])})")
+    print("misses:\n  " + "\n  ".join(misses) if misses else "no misses")
+    assert recall >= spec["min_recall"], "\n".join(misses)
+
+
+def test_search_index_budget(built_site):
+    size = (built_site / "search" / "search_index.json").stat().st_size
+    print(f"search_index.json: {size} bytes")
+    assert size <= SEARCH_INDEX_BUDGET
+
+
+# ---------------------------------------------------------------------------- chapters
+
+OVERFLOW_JS = """() => {
+  const vw = document.documentElement.clientWidth;
+  const scrolls = el => { for (let e = el; e && e !== document.body; e = e.parentElement) {
+      const o = getComputedStyle(e).overflowX; if (o === 'auto' || o === 'scroll' || o === 'hidden') return true; }
+    return false; };
+  const offenders = [];
+  for (const el of document.querySelectorAll('.md-content *')) {
+    const r = el.getBoundingClientRect();
+    if (r.width && r.right > vw + 1 && !scrolls(el.parentElement)) {
+      offenders.push(el.tagName.toLowerCase() + '.' + [...el.classList].join('.') + ' (' + Math.round(r.right) + 'px)');
+      if (offenders.length >= 8) break;
+    }
+  }
+  return {page: document.documentElement.scrollWidth - vw, offenders};
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_chapter_screenshots(chromium_browser, site_url, path, scheme):
+    """Full-page screenshots at 1280 px and 390 px; at 390 px nothing widens the page."""
+    for name, viewport in (("desktop", DESKTOP), ("mobile", MOBILE)):
+        ctx = new_context(chromium_browser, scheme, viewport=viewport,
+                          device_scale_factor=1, is_mobile=name == "mobile", has_touch=name == "mobile")
+        page = ctx.new_page()
+        try:
+            page.goto(site_url + path)
+            wait_for_page(page)
+            save_screenshot(page, f"{page_id(path)}-{scheme}-{name}")
+            overflow = page.evaluate(OVERFLOW_JS)
+            assert overflow["page"] <= 0, f"{name}: page scrolls sideways by {overflow['page']} px: {overflow['offenders']}"
+        finally:
+            ctx.close()
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_first_load_budget(chromium_browser, site_url, path):
+    """A first visit (no cache) transfers ≤ 800 KB of HTML, CSS, JS, fonts and images."""
+    b = first_load_bytes(chromium_browser, site_url + path)
+    budgets_file = OUTPUT / "budgets.json"
+    budgets = json.loads(budgets_file.read_text(encoding="utf-8")) if budgets_file.is_file() else {}
+    budgets[path] = b
+    _dump("budgets.json", budgets)
+    print(f"{path}: {b['budgeted']} bytes (HTML+CSS+JS+fonts+images), {b['total']} with fetches; {b['by_type']}")
+    print("largest: " + "; ".join(f"{s} {t} {u.rsplit('/', 1)[-1]}" for s, t, u in b["largest"]))
+    assert b["budgeted"] <= PAGE_BUDGET, f"{b['budgeted']} > {PAGE_BUDGET} bytes"
+
+
+# ---------------------------------------------------------------------------- offline
+
+
+def test_offline_config_tracks_main():
+    """mkdocs-offline.yml = mkdocs.yml, minus navigation.instant, plus the offline plugin."""
+    main, offline = read_config("mkdocs.yml"), read_config("mkdocs-offline.yml")
+    assert offline["INHERIT"] == "mkdocs.yml"
+    assert offline["use_directory_urls"] is False
+    assert offline["theme"]["features"] == [f for f in main["theme"]["features"] if f != "navigation.instant"]
+    assert offline["plugins"][:-1] == main["plugins"]
+    assert offline["plugins"][-1] == "offline"
+
+
+@pytest.fixture(scope="session")
+def offline_site(tmp_path_factory) -> Path:
+    """The offline edition, built and zipped as `make offline` does, then unzipped elsewhere."""
+    tmp = tmp_path_factory.mktemp("offline")
+    zip_path = tmp / "dist" / "site-offline.zip"
+    proc = build_offline(tmp / "site-offline", zip_path)
+    assert proc.returncode == 0, f"offline build failed:\n{proc.stdout}\n{proc.stderr}"
+    print(f"site-offline.zip: {zip_path.stat().st_size} bytes")
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(tmp / "unzipped")
+    return tmp / "unzipped" / "site-offline"
+
+
+def test_offline_edition_over_file_url(chromium_browser, offline_site):
+    """From the unzipped folder over file://: math renders, search finds 梯度消失, nav works."""
+    assert (offline_site / "search" / "search_index.js").is_file()
+    ctx = new_context(chromium_browser)
+    page = ctx.new_page()
+    rec = Recorder(page)
+    try:
+        page.goto((offline_site / "index.html").as_uri())
+        wait_for_page(page)
+        assert page.evaluate("document.querySelectorAll('.katex .katex-mathml').length") > 0
+
+        links = type_search(page, "梯度消失")
+        chapter = src_to_url(next(src for _, src, url in NAV if url == CHAPTER_URLS[0]), directory_urls=False)
+        assert any(link.split("?")[0].endswith(chapter) for link in links), links
+        page.keyboard.press("Escape")
+
+        page.evaluate("window.__marker = 1")
+        page.locator(f"nav.md-nav--primary a.md-nav__link[href$='{chapter}']").first.click()
+        page.wait_for_url(f"**/{chapter}")
+        wait_for_page(page)
+        assert page.evaluate("window.__marker") is None, "offline pages load whole (no instant navigation)"
+        assert page.evaluate("document.querySelectorAll('.katex').length") > 10
+
+        # and on to the other chapter, by its link in the nav
+        second = src_to_url(next(src for _, src, url in NAV if url == CHAPTER_URLS[-1]), directory_urls=False)
+        tail = "/".join(second.split("/")[-2:])
+        page.locator(f"nav.md-nav--primary a.md-nav__link[href$='{tail}']").first.click()
+        page.wait_for_url(f"**/{second}")
+        wait_for_page(page)
+        assert page.evaluate("document.querySelectorAll('.katex').length") > 10
+
+        assert not rec.foreign_requests(allowed_hosts=()), rec.foreign_requests(allowed_hosts=())
+        assert not rec.console_errors, rec.console_errors
+        assert not rec.bad_responses, rec.bad_responses
+    finally:
+        ctx.close()
