@@ -63,3 +63,13 @@ probes: $(VENV_STAMP)
 
 clean:
 	rm -rf site site-offline dist docs/generated $(KATEX_DIR) test-output lighthouse .pytest_cache .hypothesis
+
+# The offline edition: site-offline/ (open index.html from disk, search included) and
+# dist/site-offline.zip. Built from mkdocs-offline.yml (Material's offline plugin).
+offline: setup figures
+	$(PY) tests/browser_helpers.py offline
+
+# Lighthouse on every chapter page of a fresh local build: lighthouse/<page>.json and
+# lighthouse/summary.md. A benchmark on this machine, not a test.
+audit: setup figures
+	$(PY) tests/browser_helpers.py audit
