@@ -27,6 +27,7 @@ pytest_plugins = ["browser_helpers"]
 pytestmark = pytest.mark.browser
 
 PAGES = [pytest.param(url, id=page_id(url)) for url in NAV_URLS]
+NOTEBOOK_URLS = {url for _, src, url in NAV if src.endswith(".ipynb")}
 
 
 def test_every_nav_page_is_in_the_sitemap(built_site, site_url):
@@ -49,6 +50,11 @@ def test_katex_renders(site, path):
         assert math["katex"] > 0
     assert not math["errors"], f"KaTeX parse errors: {math['errors']}"
     assert not r["raw_tex"], f"raw TeX in the visible text (outside code): {r['raw_tex']}"
+    if path not in NOTEBOOK_URLS:  # notebook markdown has no arithmatex; its math is raw $...$
+        assert not math["unprotected"], (
+            "math typeset from text that arithmatex did not protect, so Markdown may have eaten "
+            f"backslashes (e.g. \\! -> !); put display math on its own lines: {math['unprotected']}"
+        )
 
 
 def test_instant_navigation_keeps_the_page_and_renders_math(chromium_browser, site_url):
