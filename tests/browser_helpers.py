@@ -666,7 +666,8 @@ def cmd_audit() -> int:
         lines.append(
             f"| [{url}]({name}.json) | " + " | ".join(f"{scores[c] * 100:.0f}" for c in CATEGORIES)
             + f" | {metric('first-contentful-paint')} | {metric('largest-contentful-paint')}"
-            f" | {metric('total-blocking-time')} | {metric('cumulative-layout-shift')} | {metric('total-byte-weight')} |"
+            f" | {metric('total-blocking-time')} | {metric('cumulative-layout-shift')}"
+            f" | {audits['total-byte-weight']['numericValue'] / 1024:,.0f} KiB |"
         )
     lines += ["", "Audits below 90 that weigh on a score:", ""]
     for name, url, scores, audits, failed in rows:
