@@ -224,20 +224,24 @@ def test_chapter_screenshots(chromium_browser, site_url, path, scheme):
 
 
 @pytest.mark.parametrize("path", CHAPTERS)
-def test_first_load_budget(chromium_browser, site_url, path):
-    """A first visit (no cache) transfers ≤ 800 KB of HTML, CSS, JS, fonts and images."""
-    b = first_load_bytes(chromium_browser, site_url + path)
+def test_first_load_budget(chromium_browser, gzip_site_url, path):
+    """A first visit (no cache) transfers ≤ 800 KB of HTML, CSS, JS, fonts and images.
+
+    Served with gzip, as GitHub Pages serves it; the uncompressed size is printed too.
+    """
+    b = first_load_bytes(chromium_browser, gzip_site_url + path)
     budgets_file = OUTPUT / "budgets.json"
     budgets = json.loads(budgets_file.read_text(encoding="utf-8")) if budgets_file.is_file() else {}
     budgets[path] = b
     _dump("budgets.json", budgets)
     summary = (
-        f"{path}: {b['budgeted']} bytes of HTML+CSS+JS+fonts+images as served here (no compression), "
-        f"{b['budgeted_gzip']} gzipped; {b['total']} with the search index fetch; by type {b['by_type']}; largest: "
-        + "; ".join(f"{s} {t} {u.rsplit('/', 2)[-2]}/{u.rsplit('/', 1)[-1]}" for s, t, u in b["largest"])
+        f"{path}: {b['transfer']} bytes transferred for HTML+CSS+JS+fonts+images ({b['raw']} uncompressed), "
+        f"{b['transfer_all']} with the search index; by type {b['transfer_by_type']}; largest: "
+        + "; ".join(f"{t} ({r} raw) {kind} {u.rsplit('/', 1)[-1] or u.rsplit('/', 2)[-2]}"
+                    for t, r, kind, u in b["largest"])
     )
     print(summary)
-    assert b["budgeted"] <= PAGE_BUDGET, f"over the {PAGE_BUDGET}-byte budget: {summary}"
+    assert b["transfer"] <= PAGE_BUDGET, f"over the {PAGE_BUDGET}-byte budget: {summary}"
 
 
 # ---------------------------------------------------------------------------- offline
