@@ -193,12 +193,9 @@ class Recorder:
 def wait_for_page(page) -> None:
     """Loaded, math typeset, fonts in, network quiet."""
     page.wait_for_load_state("load")
-    # KaTeX runs in Material's document$ subscription, right after DOMContentLoaded.
-    page.wait_for_function(
-        "() => document.querySelectorAll('.arithmatex').length === 0"
-        " || document.querySelectorAll('.katex').length > 0",
-        timeout=15_000,
-    )
+    # KaTeX runs in Material's document$ subscription, in short slices; katex-init.js
+    # marks <body data-math-done="URL"> once every formula on this URL is typeset.
+    page.wait_for_function("() => document.body.dataset.mathDone === location.href", timeout=30_000)
     page.evaluate("document.fonts.ready.then(() => true)")
     with contextlib.suppress(Exception):
         page.wait_for_load_state("networkidle", timeout=5_000)
@@ -520,24 +517,11 @@ def first_load_bytes(browser, url: str) -> dict:
 # Offline edition: mkdocs-offline.yml, its hook, and the zip.
 # --------------------------------------------------------------------------------------
 
-# iframe-worker 1.0.4, shim/index.js (MIT, (c) Martin Donath, github.com/squidfunk/iframe-worker):
-# the shim Material's offline plugin would load from unpkg.com. Over file:// it replaces
-# window.Worker with a hidden iframe that runs the worker script.
-IFRAME_WORKER_SHIM = (
-    '"use strict";(()=>{function c(s,n){parent.postMessage(s,n||"*")}function d(...s){return s.reduce((n,e)=>n.'
-    'then(()=>new Promise(r=>{let t=document.createElement("script");t.src=e,t.onload=r,document.body.appendChild'
-    '(t)})),Promise.resolve())}var o=class extends EventTarget{constructor(e){super();this.url=e;this.m=e=>{e.sou'
-    'rce===this.w&&(this.dispatchEvent(new MessageEvent("message",{data:e.data})),this.onmessage&&this.onmessage('
-    'e))};this.e=(e,r,t,i,m)=>{if(r===`${this.url}`){let a=new ErrorEvent("error",{message:e,filename:r,lineno:t,'
-    'colno:i,error:m});this.dispatchEvent(a),this.onerror&&this.onerror(a)}};let r=document.createElement("iframe'
-    '");r.hidden=!0,document.body.appendChild(this.iframe=r),this.w.document.open(),this.w.document.write(`<html>'
-    '<body><script>postMessage=${c};importScripts=${d};addEventListener("error",({error})=>{parent.dispatchEvent('
-    'new ErrorEvent("error",{filename:"${e}",error}))})<\\/script><script src=${e}?${+Date.now()}><\\/script></bo'
-    'dy></html>`),this.w.document.close(),onmessage=this.m,onerror=this.e,this.r=new Promise((t,i)=>{this.w.onloa'
-    'd=t,this.w.onerror=i})}terminate(){this.iframe.remove(),onmessage=onerror=null}postMessage(e){this.r.catch()'
-    '.then(()=>{this.w.dispatchEvent(new MessageEvent("message",structuredClone({data:e})))})}get w(){return this'
-    '.iframe.contentWindow}};window.IFrameWorker=o;location.protocol==="file:"&&(window.Worker=o);})();\n'
-)
+# Over file:// a Web Worker cannot start, so Material's search runs in a hidden iframe
+# through the iframe-worker shim (npm iframe-worker, pinned in package-lock.json). The
+# offline plugin would load it from unpkg.com; mkdocs-offline.yml names a local copy
+# instead, and this hook copies it from node_modules into the built site.
+IFRAME_WORKER_SHIM = ROOT / "node_modules/iframe-worker/shim/index.js"
 
 
 def on_post_build(config, **kwargs):
@@ -547,7 +531,7 @@ def on_post_build(config, **kwargs):
         if "iframe-worker" in src and "://" not in src:
             target = Path(config.site_dir) / src
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(IFRAME_WORKER_SHIM, encoding="utf-8")
+            shutil.copyfile(IFRAME_WORKER_SHIM, target)
 
 
 def build_offline(site_dir: Path, zip_path: Path | None = None, strict: bool = True) -> subprocess.CompletedProcess:

@@ -79,7 +79,8 @@ def test_instant_navigation_keeps_the_page_and_renders_math(chromium_browser, si
         # and back: the home page's own formulas come back typeset
         page.go_back()
         page.wait_for_url(site_url)
-        page.wait_for_function("() => document.querySelectorAll('.katex').length > 0", timeout=15_000)
+        wait_for_page(page)
+        assert page.evaluate("document.querySelectorAll('.arithmatex:not(:has(.katex))').length") == 0
         assert page.evaluate("window.__marker") == 1
     finally:
         ctx.close()

@@ -12,6 +12,8 @@ document$.subscribe(({ body }) => {
     output: "htmlAndMathml",
     throwOnError: false,
   });
+  // Tests (and anyone curious) wait for this: every formula on this URL is typeset.
+  document.body.dataset.mathDone = location.href;
 });
 
 
