@@ -68,20 +68,23 @@ def _check_mask(mask, target, shapes):
         raise ValueError(f"mask {tuple(mask.shape)} cannot broadcast to {tuple(target)}: {shapes}")
 
 
-def scaled_dot_product_attention(q, k, v, mask=None):
+def scaled_dot_product_attention(q, k, v, mask=None, check_inputs=True):
     """论文公式 (1)：Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V。
 
     q (..., n_q, d_k)，k (..., n_k, d_k)，v (..., n_k, d_v)；
     mask：bool，True = 可以看，能广播到 (..., n_q, n_k)。
     返回 out (..., n_q, d_v) 和 weights (..., n_q, n_k)。
     整行被遮住的查询：该行 out 和 weights 全为 0。
+    check_inputs=False 跳过输入检查（复杂度探针计时用：n 很小时，检查本身的开销会扭曲墙钟时间）。
     """
-    _check_qkv(q, k, v)
+    if check_inputs:
+        _check_qkv(q, k, v)
     d_k = q.shape[-1]
     # 每个查询和每个键做点积，再除以 √d_k，让分数的方差回到 1 左右
     scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)  # (..., n_q, n_k)
     if mask is not None:
-        _check_mask(mask, scores.shape, _shapes(q=q, k=k, v=v))
+        if check_inputs:
+            _check_mask(mask, scores.shape, _shapes(q=q, k=k, v=v))
         # 不许看的位置填 -inf：exp(-inf) = 0，它在 softmax 里的权重就是 0
         scores = scores.masked_fill(~mask, float("-inf"))
     weights = torch.softmax(scores, dim=-1)  # (..., n_q, n_k)，每行和为 1
@@ -137,7 +140,10 @@ class MultiHeadAttention(nn.Module):
     返回 out (batch, n_q, d_model) 和每个头的 weights (batch, h, n_q, n_k)。
     n_q 可以不等于 n_k（交叉注意力）。mask：bool，True = 可以看，能广播到
     (batch, n_q, n_k)（所有头共用，如 causal_mask、padding_mask）或 4 维 (batch, h, n_q, n_k)（逐头）。
+    把实例的 check_inputs 设为 False 可跳过输入检查（复杂度探针计时用）。
     """
+
+    check_inputs = True
 
     def __init__(self, d_model, num_heads, bias=True):
         super().__init__()
@@ -180,7 +186,8 @@ class MultiHeadAttention(nn.Module):
         return x.view(batch, n, self.num_heads, self.d_head).transpose(1, 2)  # (batch, h, n, d_head)
 
     def forward(self, query, key, value, mask=None):
-        self._check(query, key, value, mask)
+        if self.check_inputs:
+            self._check(query, key, value, mask)
         batch, n_q, _ = query.shape
         q = self._split_heads(self.w_q(query))  # (batch, h, n_q, d_head)
         k = self._split_heads(self.w_k(key))  # (batch, h, n_k, d_head)
@@ -188,7 +195,7 @@ class MultiHeadAttention(nn.Module):
         if mask is not None and mask.dim() == 3:
             mask = mask.unsqueeze(1)  # (batch, 1, n_q, n_k)：插入"头"这一维，所有头共用；2 维及以下自动广播
         # h 个头一起算：每个头在自己的 d_head 维子空间里做公式 (1)
-        out, weights = scaled_dot_product_attention(q, k, v, mask)  # (batch, h, n_q, d_head), (batch, h, n_q, n_k)
+        out, weights = scaled_dot_product_attention(q, k, v, mask, self.check_inputs)  # (batch, h, n_q, d_head), (batch, h, n_q, n_k)
         # Concat(head_1, …, head_h)：把头重新并排成 d_model 维
         out = out.transpose(1, 2).reshape(batch, n_q, self.d_model)  # (batch, n_q, d_model)
         return self.w_o(out), weights
@@ -196,7 +203,7 @@ class MultiHeadAttention(nn.Module):
 
 
 # --8<-- [start:restricted]
-def restricted_attention(q, k, v, r, mask=None):
+def restricted_attention(q, k, v, r, mask=None, check_inputs=True):
     """论文 §4 的受限自注意力（restricted self-attention）：查询 i 只看 |i − j| ≤ r 的键 j。
 
     这里的 r 是**半径**：每个查询的窗口有 2r + 1 个位置（序列两端更少）。
@@ -209,17 +216,19 @@ def restricted_attention(q, k, v, r, mask=None):
     返回 out (..., n, d_v) 和窗口内的权重 weights (..., n, 2r + 1)：
     weights[..., i, w] 是查询 i 给键 j = i − r + w 的权重（窗口越界处为 0）。
     只算窗口里的分数，从不生成 n × n 矩阵。整行被遮住时 out 与 weights 全为 0。
+    check_inputs=False 跳过输入检查（复杂度探针计时用）。
     """
-    _check_qkv(q, k, v)
-    if not isinstance(r, int) or isinstance(r, bool):
-        raise TypeError(f"r must be an int (the radius), got {type(r).__name__}: {_shapes(q=q, k=k, v=v)}")
-    if r < 0:
-        raise ValueError(f"r must be >= 0 (the radius), got r={r}: {_shapes(q=q, k=k, v=v)}")
     n, d_k = q.shape[-2], q.shape[-1]
-    if k.shape[-2] != n:
-        raise ValueError(f"k has n={k.shape[-2]} but q has n={n}; restricted attention is "
-                         f"self-attention over one sequence: {_shapes(q=q, k=k, v=v)}")
-    _check_mask(mask, q.shape[:-2] + (1, n), _shapes(q=q, k=k, v=v))
+    if check_inputs:
+        _check_qkv(q, k, v)
+        if not isinstance(r, int) or isinstance(r, bool):
+            raise TypeError(f"r must be an int (the radius), got {type(r).__name__}: {_shapes(q=q, k=k, v=v)}")
+        if r < 0:
+            raise ValueError(f"r must be >= 0 (the radius), got r={r}: {_shapes(q=q, k=k, v=v)}")
+        if k.shape[-2] != n:
+            raise ValueError(f"k has n={k.shape[-2]} but q has n={n}; restricted attention is "
+                             f"self-attention over one sequence: {_shapes(q=q, k=k, v=v)}")
+        _check_mask(mask, q.shape[:-2] + (1, n), _shapes(q=q, k=k, v=v))
     width = 2 * r + 1
     # 在序列两端各补 r 个 0，补齐后第 i … i+2r 行正好是查询 i 的窗口
     k_win = F.pad(k, (0, 0, r, r)).unfold(-2, width, 1)  # (..., n, d_k, 2r+1)

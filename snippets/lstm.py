@@ -49,7 +49,10 @@ class LSTMCell(nn.Module):
     顺序 i, f, g, o（与 nn.LSTM 相同）。forget_bias：给出时把 b_f 初始化成这个值
     （如 1.0，或 5.0 让 f ≈ 0.993）；None 时与其它参数一样取 U(−1/√d_h, 1/√d_h)。
     forward(x_t (batch, d_in), (h_prev, c_prev) 各 (batch, d_h)) → (h_t, c_t) 各 (batch, d_h)。
+    check_inputs = False 跳过输入检查（复杂度探针计时用：每一步的检查开销会扭曲墙钟时间）。
     """
+
+    check_inputs = True
 
     def __init__(self, input_size, hidden_size, forget_bias=None):
         super().__init__()
@@ -72,14 +75,15 @@ class LSTMCell(nn.Module):
         return torch.sigmoid(z_i), torch.sigmoid(z_f), torch.tanh(z_g), torch.sigmoid(z_o)
 
     def forward(self, x_t, state):
-        _check_rank("x_t", x_t, "(batch, input_size)")
-        if not isinstance(state, (tuple, list)) or len(state) != 2:
-            raise TypeError(f"state must be a pair (h_prev, c_prev), got {type(state).__name__}")
+        if self.check_inputs:
+            _check_rank("x_t", x_t, "(batch, input_size)")
+            if not isinstance(state, (tuple, list)) or len(state) != 2:
+                raise TypeError(f"state must be a pair (h_prev, c_prev), got {type(state).__name__}")
+            batch, d_h, dtype = x_t.shape[0], self.hidden_size, self.w_hh.dtype
+            _check_tensor("x_t", x_t, (batch, self.input_size), "(batch, input_size)", dtype)
+            _check_tensor("h_prev", state[0], (batch, d_h), "(batch, hidden_size)", dtype)
+            _check_tensor("c_prev", state[1], (batch, d_h), "(batch, hidden_size)", dtype)
         h_prev, c_prev = state
-        batch, d_h, dtype = x_t.shape[0], self.hidden_size, self.w_hh.dtype
-        _check_tensor("x_t", x_t, (batch, self.input_size), "(batch, input_size)", dtype)
-        _check_tensor("h_prev", h_prev, (batch, d_h), "(batch, hidden_size)", dtype)
-        _check_tensor("c_prev", c_prev, (batch, d_h), "(batch, hidden_size)", dtype)
         i, f, g, o = self.gates(x_t, h_prev)
         c = f * c_prev + i * g  # (batch, d_h)：旧记忆按 f 保留，新内容按 i 写入
         h = o * torch.tanh(c)  # (batch, d_h)：按 o 读出
@@ -91,7 +95,7 @@ class LSTMCell(nn.Module):
 class LSTMLayer(nn.Module):
     """把 LSTMCell 沿时间展开：x (batch, n, d_in) → hs (batch, n, d_h) 和最后的 (h_n, c_n)。
 
-    state = (h0, c0)，各 (batch, d_h)，可选，默认全 0。
+    state = (h0, c0)，各 (batch, d_h)，可选，默认全 0。输入检查跟随 self.cell.check_inputs。
     """
 
     def __init__(self, input_size, hidden_size, forget_bias=None):
@@ -99,18 +103,20 @@ class LSTMLayer(nn.Module):
         self.cell = LSTMCell(input_size, hidden_size, forget_bias)
 
     def forward(self, x, state=None):
-        _check_rank("x", x, "(batch, n, input_size)")
-        if x.shape[1] == 0:
-            raise ValueError(f"x is an empty sequence (n = 0): x {tuple(x.shape)}")
-        batch, n, _ = x.shape
         cell = self.cell
-        _check_tensor("x", x, (batch, n, cell.input_size), "(batch, n, input_size)", cell.w_hh.dtype)
+        if cell.check_inputs:
+            _check_rank("x", x, "(batch, n, input_size)")
+            if x.shape[1] == 0:
+                raise ValueError(f"x is an empty sequence (n = 0): x {tuple(x.shape)}")
+            _check_tensor("x", x, (x.shape[0], x.shape[1], cell.input_size), "(batch, n, input_size)", cell.w_hh.dtype)
+        batch, n, _ = x.shape
         if state is None:
             zeros = x.new_zeros(batch, cell.hidden_size)
             state = (zeros, zeros)
         h0, c0 = state
-        for name, t in (("h0", h0), ("c0", c0)):
-            _check_tensor(name, t, (batch, cell.hidden_size), "(batch, hidden_size)", cell.w_hh.dtype)
+        if cell.check_inputs:
+            for name, t in (("h0", h0), ("c0", c0)):
+                _check_tensor(name, t, (batch, cell.hidden_size), "(batch, hidden_size)", cell.w_hh.dtype)
         h, c = h0, c0
         hs = []
         for t in range(n):  # 与 RNN 一样只能逐步计算

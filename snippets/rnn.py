@@ -42,7 +42,10 @@ class RNNCell(nn.Module):
 
     公式用列向量；代码里一行是一个样本，所以写成 h_prev @ W_hhᵀ + x_t @ W_xhᵀ + b。
     forward(x_t (batch, d_in), h_prev (batch, d_h)) → h_t (batch, d_h)。
+    check_inputs = False 跳过输入检查（复杂度探针计时用：每一步的检查开销会扭曲墙钟时间）。
     """
+
+    check_inputs = True
 
     def __init__(self, input_size, hidden_size):
         super().__init__()
@@ -56,10 +59,11 @@ class RNNCell(nn.Module):
         self.b = nn.Parameter(torch.empty(hidden_size).uniform_(-bound, bound))  # (d_h,)
 
     def forward(self, x_t, h_prev):
-        _check_rank("x_t", x_t, "(batch, input_size)")
-        batch = x_t.shape[0]
-        _check_tensor("x_t", x_t, (batch, self.input_size), "(batch, input_size)", self.w_hh.dtype)
-        _check_tensor("h_prev", h_prev, (batch, self.hidden_size), "(batch, hidden_size)", self.w_hh.dtype)
+        if self.check_inputs:
+            _check_rank("x_t", x_t, "(batch, input_size)")
+            batch = x_t.shape[0]
+            _check_tensor("x_t", x_t, (batch, self.input_size), "(batch, input_size)", self.w_hh.dtype)
+            _check_tensor("h_prev", h_prev, (batch, self.hidden_size), "(batch, hidden_size)", self.w_hh.dtype)
         a = h_prev @ self.w_hh.T + x_t @ self.w_xh.T + self.b  # (batch, d_h)：预激活 a_t
         return torch.tanh(a)  # (batch, d_h)：h_t
 # --8<-- [end:rnn-cell]
@@ -70,6 +74,7 @@ class RNNLayer(nn.Module):
     """把 RNNCell 沿时间展开：x (batch, n, d_in) → 全部隐藏状态 hs (batch, n, d_h)。
 
     h0 (batch, d_h) 可选，默认全 0。hs[:, t] 就是 h_t（t 从 0 起算）。
+    输入检查跟随 self.cell.check_inputs。
     """
 
     def __init__(self, input_size, hidden_size):
@@ -77,15 +82,17 @@ class RNNLayer(nn.Module):
         self.cell = RNNCell(input_size, hidden_size)
 
     def forward(self, x, h0=None):
-        _check_rank("x", x, "(batch, n, input_size)")
-        if x.shape[1] == 0:
-            raise ValueError(f"x is an empty sequence (n = 0): x {tuple(x.shape)}")
-        batch, n, _ = x.shape
         cell = self.cell
-        _check_tensor("x", x, (batch, n, cell.input_size), "(batch, n, input_size)", cell.w_hh.dtype)
+        if cell.check_inputs:
+            _check_rank("x", x, "(batch, n, input_size)")
+            if x.shape[1] == 0:
+                raise ValueError(f"x is an empty sequence (n = 0): x {tuple(x.shape)}")
+            _check_tensor("x", x, (x.shape[0], x.shape[1], cell.input_size), "(batch, n, input_size)", cell.w_hh.dtype)
+        batch, n, _ = x.shape
         if h0 is None:
             h0 = x.new_zeros(batch, cell.hidden_size)
-        _check_tensor("h0", h0, (batch, cell.hidden_size), "(batch, hidden_size)", cell.w_hh.dtype)
+        if cell.check_inputs:
+            _check_tensor("h0", h0, (batch, cell.hidden_size), "(batch, hidden_size)", cell.w_hh.dtype)
         h, hs = h0, []
         for t in range(n):  # 只能一步一步来：算 h_t 必须先有 h_{t−1}
             h = cell(x[:, t], h)  # (batch, d_h)
