@@ -3,15 +3,7 @@
 约定：batch 1，无偏置，一次乘加 = 2 FLOP；``fwd`` 是前向，``fwd+bwd`` 是前向加反向
 （输入和所有权重都要梯度；初始状态 h_0 = 0 不要梯度，所以循环层少一步对 h_0 的梯度）。
 
-| 层 | 前向 | 前向+反向 |
-|---|---|---|
-| attention（带 Q/K/V/O 投影，任意头数 h） | 8nd² + 4n²d | 24nd² + 12n²d |
-| attention_core（只有 QKᵀ 与 AV） | 4n²d | 12n²d |
-| restricted（窗口 2r+1） | 8nd² + 4n(2r+1)d | 24nd² + 12n(2r+1)d |
-| rnn（Elman） | 4nd² | 12nd² − 2d² |
-| lstm（手写单元） | 16nd² | 48nd² − 8d² |
-| gru（手写单元） | 12nd² | 36nd² − 6d² |
-| conv（因果，核宽 k） | 2knd² | 6knd² |
+闭式与层的名字都在 :mod:`snippets.probes.facts`（唯一的登记处）；这里只数、只比。
 
 计数器的盲区（torch 2.13）：``aten.mv`` 记 0；CPU 的 4-D SDPA 记 0；oneDNN 的 ``nn.LSTM``
 记 0；``nn.MultiheadAttention(need_weights=False)`` 只记投影。:func:`counter_blind_spots`
@@ -23,48 +15,14 @@
 
 from __future__ import annotations
 
+import bisect
 import warnings
 
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from .facts import FLOP_KINDS, LAYERS, MODES, closed_form
 from .layers import make_layer
-
-MODES = ("fwd", "fwd+bwd")
-FLOP_KINDS = ("attention", "attention_core", "restricted", "rnn", "lstm", "gru", "conv")
-
-CLOSED_FORM_TEXT = {
-    "attention": ("8nd² + 4n²d", "24nd² + 12n²d"),
-    "attention_core": ("4n²d", "12n²d"),
-    "restricted": ("8nd² + 4n(2r+1)d", "24nd² + 12n(2r+1)d"),
-    "rnn": ("4nd²", "12nd² − 2d²"),
-    "lstm": ("16nd²", "48nd² − 8d²"),
-    "gru": ("12nd²", "36nd² − 6d²"),
-    "conv": ("2knd²", "6knd²"),
-}
-
-
-def closed_form(kind: str, n: int, d: int, mode: str = "fwd", *, radius: int = 4, kernel: int = 3) -> int:
-    """上表的闭式（batch 1）。"""
-    if mode not in MODES:
-        raise ValueError(f"mode={mode!r} 必须是 {MODES} 之一")
-    bwd = mode == "fwd+bwd"
-    w = 2 * radius + 1
-    if kind == "attention":
-        return 24 * n * d * d + 12 * n * n * d if bwd else 8 * n * d * d + 4 * n * n * d
-    if kind == "attention_core":
-        return 12 * n * n * d if bwd else 4 * n * n * d
-    if kind == "restricted":
-        return 24 * n * d * d + 12 * n * w * d if bwd else 8 * n * d * d + 4 * n * w * d
-    if kind == "rnn":
-        return 12 * n * d * d - 2 * d * d if bwd else 4 * n * d * d
-    if kind == "lstm":
-        return 48 * n * d * d - 8 * d * d if bwd else 16 * n * d * d
-    if kind == "gru":
-        return 36 * n * d * d - 6 * d * d if bwd else 12 * n * d * d
-    if kind == "conv":
-        return 6 * kernel * n * d * d if bwd else 2 * kernel * n * d * d
-    raise ValueError(f"kind={kind!r} 没有闭式；可选 {FLOP_KINDS}")
 
 
 def count_flops(
@@ -139,21 +97,10 @@ def counter_blind_spots(n: int = 128, d: int = 64, device: str = "cpu") -> dict:
 
 
 def bisect_crossover(f, lo: int, hi: int) -> int | None:
-    """最小的整数 n ∈ [lo, hi] 使 ``f(n) ≥ 0``；假设 f 的符号在区间内至多从负变正一次。
-
-    ``f(lo) ≥ 0`` 时返回 ``lo``；``f(hi) < 0`` 时返回 ``None``。
-    """
-    if f(lo) >= 0:
-        return lo
+    """最小的整数 n ∈ [lo, hi] 使 ``f(n) ≥ 0``（f 的符号在区间内至多从负变正一次）；``f(hi) < 0`` 时 None。"""
     if f(hi) < 0:
         return None
-    while hi - lo > 1:  # 不变式：f(lo) < 0 ≤ f(hi)
-        mid = (lo + hi) // 2
-        if f(mid) >= 0:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+    return lo + bisect.bisect_left(range(lo, hi + 1), True, key=lambda n: f(n) >= 0)
 
 
 # 交叉点：(名字, 注意力一侧, 另一侧, 理论答案（d 的函数；None 表示注意力从不更便宜）)
@@ -220,7 +167,7 @@ def run(ns, ds, *, d_fixed: int, n_fixed: int, crossover_ds, radius: int = 4, ke
     return {
         "batch": 1, "radius": radius, "window": 2 * radius + 1, "kernel": kernel,
         "d_fixed": d_fixed, "n_fixed": n_fixed,
-        "closed_forms": {k: {"fwd": v[0], "fwd+bwd": v[1]} for k, v in CLOSED_FORM_TEXT.items()},
+        "closed_forms": {k: {"fwd": LAYERS[k].text[0], "fwd+bwd": LAYERS[k].text[1]} for k in FLOP_KINDS},
         "rows": rows,
         "all_equal": all(r["equal"] for r in rows),
         "crossovers": xs,

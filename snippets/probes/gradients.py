@@ -1,17 +1,19 @@
-"""梯度随距离的衰减：‖∂L/∂x_{T−k}‖ 随 k 的变化（float64）。
+"""梯度随距离的衰减：‖∂L/∂x_{T−k}‖ 随 k 的变化（float64），测的是页面上的 RNN、LSTM 与多头注意力。
 
 设定：序列长 T，宽 d，输入 x ~ N(0, 1)（单位尺度），损失 L = u·h_T（u 为随机单位向量；
 注意力层则是 L = u·y_T）。对每个 k（0 表示最后一个位置），记 g_k = ‖∂L/∂x_{T−k}‖，
 在 k ∈ [1, k_max] 上拟合 log₁₀ g_k = a + s·k，斜率 s 的单位是**每步多少个数量级**
 （decades per step）。
 
-- 线性 RNN ``h_t = W h_{t−1} + x_t``，W = ρQ（Q 正交）：∂L/∂x_{T−k} = (Wᵀ)^k u，
-  所以 g_k = ρ^k 精确成立，斜率**恰为 log₁₀ρ**（ρ = 0.9 / 1.0 / 1.1）。
-- tanh RNN ``h_t = tanh(W h_{t−1} + x_t)``，同样的 W：tanh 饱和使梯度即使在 ρ = 1.1 时也衰减。
-- LSTM（手写单元，PyTorch 默认尺度的均匀初始化），遗忘门偏置 0、1、5：偏置越大，遗忘门越接近 1，
-  衰减越慢。
-- 单层自注意力：g_k 与 k 基本无关（斜率 ≈ 0）；但 ‖∂L/∂x₁‖/‖∂L/∂x_T‖ 远小于 1，
-  路径短不等于梯度大。
+- 线性 RNN ``h_t = W h_{t−1} + x_t``，W = ρQ（Q 正交）：∂L/∂x_{T−k} = (W^k)ᵀ u，
+  所以 g_k = ρ^k 精确成立，斜率**恰为 log₁₀ρ**（ρ = 0.9 / 1.0 / 1.1）。它就是 tanh RNN 在 h = 0
+  处的线性化：用页面上的 ``bptt_jacobian``，把所有 h_i 取 0（tanh'(0) = 1）。
+- tanh RNN：页面上的 ``RNNLayer``，W_hh = ρQ、W_xh = I、b = 0，即 ``h_t = tanh(W h_{t−1} + x_t)``；
+  tanh 饱和使梯度即使在 ρ = 1.1 时也衰减。
+- LSTM：页面上的 ``LSTMLayer``（PyTorch 默认尺度的均匀初始化），遗忘门偏置 0、1、5：
+  偏置越大，遗忘门越接近 1，衰减越慢。
+- 单层自注意力（``MultiHeadAttention``，单头，无偏置）：g_k 与 k 基本无关（斜率 ≈ 0）；
+  但 ‖∂L/∂x₁‖/‖∂L/∂x_T‖ 远小于 1，路径短不等于梯度大。
 """
 
 from __future__ import annotations
@@ -20,30 +22,18 @@ import math
 
 import torch
 
+from snippets.rnn import bptt_jacobian
+
+from .fit import semilog10_fit
 from .layers import make_layer
 
 DTYPE = torch.float64
 
 
 def orthogonal(d: int, generator) -> torch.Tensor:
-    a = torch.randn(d, d, generator=generator, dtype=DTYPE)
-    q, r = torch.linalg.qr(a)
-    return q * torch.sign(torch.diagonal(r)).unsqueeze(0)  # (d, d)，QR 符号规范化
-
-
-def fit_slope(ks, values) -> dict:
-    """最小二乘拟合 log₁₀ value = a + s·k；跳过 0 和非有限值。"""
-    pts = [(k, math.log10(v)) for k, v in zip(ks, values) if v > 0 and math.isfinite(v)]
-    n = len(pts)
-    if n < 2:
-        return {"slope": None, "intercept": None, "points": n, "residual_rms": None}
-    mk = sum(k for k, _ in pts) / n
-    my = sum(y for _, y in pts) / n
-    sxx = sum((k - mk) ** 2 for k, _ in pts)
-    s = sum((k - mk) * (y - my) for k, y in pts) / sxx
-    a = my - s * mk
-    rms = math.sqrt(sum((y - (a + s * k)) ** 2 for k, y in pts) / n)
-    return {"slope": s, "intercept": a, "points": n, "residual_rms": rms}
+    """随机正交矩阵 Q（QR 分解，符号规范化），(d, d)。"""
+    q, r = torch.linalg.qr(torch.randn(d, d, generator=generator, dtype=DTYPE))
+    return q * torch.sign(torch.diagonal(r)).unsqueeze(0)
 
 
 def grad_norms(model: str, T: int, d: int, *, rho: float = 1.0, forget_bias: float = 0.0,
@@ -53,21 +43,25 @@ def grad_norms(model: str, T: int, d: int, *, rho: float = 1.0, forget_bias: flo
     x = torch.randn(1, T, d, generator=g, dtype=DTYPE).requires_grad_(True)  # (1, T, d)
     u = torch.randn(d, generator=g, dtype=DTYPE)
     u = u / u.norm()
-    if model in ("linear_rnn", "tanh_rnn"):
-        W = rho * orthogonal(d, g)  # (d, d)
-        h = torch.zeros(1, d, dtype=DTYPE)
-        for t in range(T):
-            pre = h @ W.T + x[:, t]  # (1, d)
-            h = pre if model == "linear_rnn" else torch.tanh(pre)
-        out = h[0]
-    elif model == "lstm":
-        layer = make_layer("lstm", d, forget_bias=forget_bias, seed=seed, dtype=DTYPE)
+    if model == "linear_rnn":
+        # ∂h_T/∂x_{T−k} = ∂h_T/∂h_{T−k}（线性 RNN 里 ∂h_t/∂x_t = I）；h_i = 0 时 bptt_jacobian = W^k
+        w = rho * orthogonal(d, g)
+        hs = torch.zeros(T, d, dtype=DTYPE)
+        return [float((bptt_jacobian(hs, w, T - 1 - k, T - 1).T @ u).norm()) for k in range(T)]
+    if model == "tanh_rnn":
+        layer = make_layer("rnn", d, seed=seed, dtype=DTYPE)
+        cell = layer.module.cell
+        with torch.no_grad():
+            cell.w_hh.copy_(rho * orthogonal(d, g))
+            cell.w_xh.copy_(torch.eye(d, dtype=DTYPE))
+            cell.b.zero_()
         out = layer(x)[0, -1]  # h_T
+    elif model == "lstm":
+        out = make_layer("lstm", d, forget_bias=forget_bias, seed=seed, dtype=DTYPE)(x)[0, -1]  # h_T
     elif model == "attention":
-        layer = make_layer("attention", d, seed=seed, dtype=DTYPE)
-        out = layer(x)[0, -1]  # y_T
+        out = make_layer("attention", d, seed=seed, dtype=DTYPE)(x)[0, -1]  # y_T
     else:
-        raise ValueError(f"model={model!r} 未知")
+        raise ValueError(f"model={model!r} is unknown")
     (gx,) = torch.autograd.grad((out * u).sum(), x)
     norms = gx[0].norm(dim=-1)  # (T,)  位置 t 的范数
     return [float(v) for v in norms.flip(0)]  # 下标 k = T−1−t
@@ -95,7 +89,7 @@ def run(*, T: int = 200, d: int = 32, k_max: int = 150, seeds=(0,), progress=Non
         per_seed = []
         for seed in seeds:
             norms = grad_norms(model, T, d, seed=seed, **kw)
-            fit = fit_slope(ks, [norms[k] for k in ks])
+            fit = semilog10_fit(ks, [norms[k] for k in ks])
             entry = {"seed": seed, **fit}
             if seed == seeds[0]:  # 只为第一个种子保存整条曲线（画图用），其余只存拟合
                 entry["norms"] = norms

@@ -1,4 +1,4 @@
-"""精确的分配字节数（bytes allocated）：朴素注意力、4-D SDPA、在线 softmax 注意力。
+"""精确的分配字节数（bytes allocated）：页面上的公式 (1)（朴素注意力）、4-D SDPA、页面上的在线 softmax 注意力。
 
 方法（CPU）：用 ``torch.profiler`` 的 ``profile_memory=True`` 记录 PyTorch CPU 分配器的每一次
 分配与释放（kineto 的 ``[memory]`` 事件，带正负字节数），按时间顺序重放、累加，取最大值。
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import torch
 
-from .layers import naive_attention
+from snippets.attention import online_softmax_attention, scaled_dot_product_attention
 
 
 def naive_peak_closed_form(n: int, d: int, itemsize: int = 4, batch_heads: int = 1) -> int:
@@ -85,15 +85,6 @@ def peak_allocated_bytes(fn, device: str = "cpu") -> dict:
     return peak_allocated_bytes_cpu(fn)
 
 
-def _online_attention():
-    """``snippets.attention.online_softmax_attention``（另一位同事维护）；不存在时返回 None。"""
-    try:
-        from snippets.attention import online_softmax_attention  # noqa: PLC0415
-    except Exception:  # 模块还没写好，或导入失败
-        return None
-    return online_softmax_attention
-
-
 def measure(n: int, d: int = 64, *, dtype=torch.float32, device: str = "cpu", block: int = 128,
             seed: int = 0) -> list[dict]:
     """一个 n 下三种注意力的峰值字节数。"""
@@ -111,16 +102,14 @@ def measure(n: int, d: int = 64, *, dtype=torch.float32, device: str = "cpu", bl
 
     closed = naive_peak_closed_form(n, d, itemsize)
     with torch.no_grad():
-        st = peak_allocated_bytes(lambda: naive_attention(q, k, v), device)
+        st = peak_allocated_bytes(lambda: scaled_dot_product_attention(q, k, v, check_inputs=False)[0], device)
         row("naive", st, closed_form=closed, closed_form_text="(2n²+nd)·b",
             equal=st["peak_bytes"] == closed)
         q4, k4, v4 = (t.unsqueeze(1) for t in (q, k, v))  # (1, 1, n, d)
         st = peak_allocated_bytes(lambda: torch.nn.functional.scaled_dot_product_attention(q4, k4, v4), device)
         row("sdpa", st)
-        online = _online_attention()
-        if online is not None:
-            st = peak_allocated_bytes(lambda: online(q, k, v, block=block), device)
-            row("online", st, block=block)
+        st = peak_allocated_bytes(lambda: online_softmax_attention(q, k, v, block=block), device)
+        row("online", st, block=block)
     return rows
 
 
@@ -130,15 +119,15 @@ def run(ns, *, d: int = 64, device: str = "cpu", block: int = 128, progress=None
         rows.extend(measure(n, d, device=device, block=block))
         if progress:
             progress(1)
-    has_online = any(r["method"] == "online" for r in rows)
     return {
         "method": ("cpu: replay of torch.profiler (profile_memory=True) kineto allocation events, running sum, "
                    "peak above the pre-call baseline (inputs excluded)" if device == "cpu" else
                    "cuda: torch.cuda.max_memory_allocated() - memory_allocated() before the call "
                    "(caching allocator rounds to 512 B)"),
         "d": d, "dtype": "float32", "batch": 1, "heads": 1, "block": block,
-        "online_softmax_attention": ("snippets.attention.online_softmax_attention" if has_online
-                                     else "not available (snippets/attention.py has no online_softmax_attention)"),
+        "functions": {"naive": "snippets.attention.scaled_dot_product_attention",
+                      "online": "snippets.attention.online_softmax_attention",
+                      "sdpa": "torch.nn.functional.scaled_dot_product_attention (4-D)"},
         "closed_form": {"naive": "(2n^2 + n d) * itemsize  (fp32: 8n^2 + 4nd bytes)"},
         "rows": rows,
         "naive_equals_closed_form": all(r["equal"] for r in rows if r["method"] == "naive"),

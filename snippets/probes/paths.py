@@ -78,38 +78,32 @@ def _stack_factory(kind: str, d: int, *, radius: int, kernel: int, device):
 def _recurrent_round_factory(kind: str, d: int, *, device):
     """RNN/LSTM 的同步轮次：``step(x, state) -> state``，所有位置并行、只读上一轮的状态。
 
-    权重来自 :func:`make_layer` 的同名层，因此 n 轮后可以和顺序实现逐元素比较。
+    用的就是页面上的单元（``RNNCell`` / ``LSTMCell``）：把 n 个位置当作一个批次，一次调用算完一轮。
+    n 轮后与顺序实现逐元素相同（本模块也检查这一点）。
     """
     layer = make_layer(kind, d, seed=0, dtype=DTYPE, device=device)
-    Wx, Wh = layer.params
+    cell = layer.module.cell
 
-    def shift(s):  # (1, n, d) -> (1, n, d)：位置 t 拿到位置 t−1 的状态，位置 1 拿到 h_0 = 0
-        return torch.cat([torch.zeros_like(s[:, :1]), s[:, :-1]], dim=1)
+    def shift(s):  # (1, n, d) -> (n, d)：位置 t 拿到位置 t−1 的状态，位置 1 拿到 h_0 = 0
+        return torch.cat([torch.zeros_like(s[:, :1]), s[:, :-1]], dim=1)[0]
 
     if kind == "rnn":
-
         def init(x):
             return (torch.zeros_like(x),)
 
         def step(x, state):  # x: (1, n, d)
-            (H,) = state
-            return (torch.tanh(x @ Wx + shift(H) @ Wh),)
+            return (cell(x[0], shift(state[0]))[None],)  # (1, n, d)
 
     elif kind == "lstm":
-
         def init(x):
             return (torch.zeros_like(x), torch.zeros_like(x))
 
         def step(x, state):
-            H, C = state
-            z = x @ Wx + shift(H) @ Wh  # (1, n, 4d)
-            i, f, g, o = z.chunk(4, dim=-1)
-            C = torch.sigmoid(f) * shift(C) + torch.sigmoid(i) * torch.tanh(g)
-            H = torch.sigmoid(o) * torch.tanh(C)
-            return (H, C)
+            h, c = cell(x[0], (shift(state[0]), shift(state[1])))  # 各 (n, d)
+            return (h[None], c[None])
 
     else:
-        raise ValueError(f"kind={kind!r} 不是循环层")
+        raise ValueError(f"kind={kind!r} is not recurrent")
     return layer, init, step
 
 

@@ -20,9 +20,10 @@ CPU 的做法（来自本机试点的教训）：
   中位时间小于 ``overhead_factor`` × 地板（预设里取 3：固定开销至少占三分之一）的点被标为开销
   主导，不参与拟合，但照样保存和画出。
 
-循环层计时用融合的 ``nn.RNN`` / ``nn.LSTM`` / ``nn.GRU``（无偏置；库的最佳情况），注意力、
-受限注意力、卷积用 :mod:`~snippets.probes.layers` 里的显式实现，``sdpa`` 用
-``F.scaled_dot_product_attention``。GFLOP/s 用闭式 FLOPs × batch 计算。
+被计时的是页面上的代码（:mod:`~snippets.probes.layers`：``MultiHeadAttention``、
+``restricted_attention``、``RNNLayer``、``LSTMLayer``，输入检查关闭），外加只在探针里的 GRU、
+卷积和 ``F.scaled_dot_product_attention``。循环层是逐步的 Python 循环（与页面一致），
+所以小尺寸时的每步开销会显出来：这些点标成开销主导。GFLOP/s 用闭式 FLOPs × batch 计算。
 
 CUDA 的做法：同一套扫描代码，只是计时器换成 ``torch.cuda.Event``；fp32 与 bf16 都测；
 另外测 SDPA 的三个后端（flash、memory-efficient、math，用 ``torch.nn.attention.sdpa_kernel``
@@ -48,23 +49,15 @@ import torch
 import torch.nn.functional as F
 
 from .fit import loglog_fit, spread
-from .flops import closed_form
+from snippets.results import loadavg
+
+from .facts import LAYERS, MODES, closed_form
 from .layers import make_layer
 
-WALL_LAYERS = ("attention", "attention_core", "sdpa", "restricted", "rnn", "lstm", "gru", "conv")
-MODES = ("fwd", "fwd+bwd")
 
 # 子进程的环境变量：单线程 + 固定 glibc 分配器
 THREAD_ENV = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1"}
 MALLOC_ENV = {"MALLOC_MMAP_THRESHOLD_": str(32 * 1024 * 1024), "MALLOC_TRIM_THRESHOLD_": str(1 << 40)}
-
-# 论文 Table 1 的指数（每层复杂度）：n 方向、d 方向
-PAPER_EXPONENT = {
-    "attention": {"n": 2, "d": 1}, "attention_core": {"n": 2, "d": 1}, "sdpa": {"n": 2, "d": 1},
-    "restricted": {"n": 1, "d": 1}, "rnn": {"n": 1, "d": 2}, "lstm": {"n": 1, "d": 2},
-    "gru": {"n": 1, "d": 2}, "conv": {"n": 1, "d": 2},
-}
-
 
 # ----------------------------------------------------------------------------- 计时器
 class CpuTimer:
@@ -113,28 +106,16 @@ def calibrate(fn, timer, target_s: float, max_inner: int = 10_000) -> int:
 
 # ----------------------------------------------------------------------------- 被计时的函数
 def _dtype(name: str) -> torch.dtype:
-    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
-            "float64": torch.float64}[name]
+    return getattr(torch, name)
 
 
 def build_callables(layer: str, batch: int, n: int, d: int, *, dtype: torch.dtype, device: str,
                     seed: int = 0):
     """返回 ``{"fwd": f, "fwd+bwd": g}``，两个无参函数；以及每次调用的闭式 FLOPs。"""
     g = torch.Generator().manual_seed(seed)
-    if layer in ("rnn", "lstm", "gru"):
-        cls = {"rnn": torch.nn.RNN, "lstm": torch.nn.LSTM, "gru": torch.nn.GRU}[layer]
-        torch.manual_seed(seed)
-        mod = cls(d, d, bias=False, batch_first=True).to(device=device, dtype=dtype)
-        params = list(mod.parameters())
-
-        def forward(x):
-            return mod(x)[0]
-
-    else:
-        kw = {"radius": 4} if layer == "restricted" else {}
-        pl = make_layer(layer, d, seed=seed, dtype=dtype, device=device, requires_grad=True, **kw)
-        params = pl.params
-        forward = pl.fn
+    kw = {"radius": 4} if layer == "restricted" else {}
+    pl = make_layer(layer, d, seed=seed, dtype=dtype, device=device, requires_grad=True, **kw)
+    params, forward = pl.params, pl.fn
     n_in = 3 if layer == "attention_core" else 1
     xs = [torch.randn(batch, n, d, generator=g).to(device=device, dtype=dtype).requires_grad_(True)
           for _ in range(n_in)]  # 每个 (batch, n, d)
@@ -148,8 +129,7 @@ def build_callables(layer: str, batch: int, n: int, d: int, *, dtype: torch.dtyp
         y = forward(*xs)
         return torch.autograd.grad(y.sum(), wrt)
 
-    flop_kind = "attention" if layer == "sdpa" else layer
-    flops = {m: batch * closed_form(flop_kind, n, d, m) for m in MODES}
+    flops = {m: batch * closed_form(layer, n, d, m) for m in MODES}
     return {"fwd": fwd, "fwd+bwd": fwdbwd}, flops
 
 
@@ -236,7 +216,7 @@ def _analyse_series(s: dict, plan: dict) -> None:
         per_rep.append(loglog_fit([p["size"] for p in fit_pts], [p["samples_s"][r] for p in fit_pts])["slope"])
     s["per_repeat_slopes"] = per_rep
     s["spread"] = spread(per_rep)
-    s["paper_exponent"] = PAPER_EXPONENT[s["layer"]][s["sweep"]]
+    s["paper_exponent"] = LAYERS[s["layer"]].exponent[s["sweep"]]
 
 
 def sequential_dependency(cfg: dict, *, dtype, device, timer, repeats, target_s) -> list[dict]:
@@ -357,19 +337,12 @@ def cuda_extras(plan: dict, *, timer, device="cuda") -> dict:
 
 
 # ----------------------------------------------------------------------------- 入口
-def _loadavg():
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:
-        return None
-
-
 def measure(plan: dict, device: str = "cpu", progress=None) -> dict:
     """在当前进程里测（CUDA 用；CPU 请走 :func:`run`，它会开一个单线程、固定分配器的子进程）。"""
     cuda = str(device).startswith("cuda")
     timer = CudaTimer(device) if cuda else CpuTimer()
     dtypes = plan["dtypes"]
-    before = _loadavg()
+    before = loadavg()
     t0 = time.perf_counter()
     res = _run_sweeps(plan, device=device, dtypes=dtypes, timer=timer, progress=progress)
     if cuda:
@@ -377,9 +350,10 @@ def measure(plan: dict, device: str = "cpu", progress=None) -> dict:
     res.update({
         "timer": timer.name, "threads": torch.get_num_threads(), "dtypes": list(dtypes),
         "env": {k: os.environ.get(k) for k in (*THREAD_ENV, *MALLOC_ENV)},
-        "load_average_before": before, "load_average_after": _loadavg(),
+        "load_average_before": before, "load_average_after": loadavg(),
         "elapsed_s": round(time.perf_counter() - t0, 2), "plan": plan, "python": platform.python_version(),
-        "rate_note": "GFLOP/s use the closed-form FLOPs x batch; recurrent layers are fused nn.RNN/LSTM/GRU",
+        "rate_note": ("GFLOP/s use the closed-form FLOPs x batch; attention, restricted, RNN and LSTM are the "
+                      "reader's classes (input checks off), GRU and conv are probe-only, sdpa is PyTorch's kernel"),
     })
     return res
 
