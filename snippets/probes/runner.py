@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import argparse
 import copy
-import shlex
 import sys
 import time
 from pathlib import Path
 
-from . import results as R
+from snippets import results as R
+
+from .results import KIND, SCHEMA_VERSION
 
 # ----------------------------------------------------------------------------- 预设
 _ATT = ("attention", "attention_core", "sdpa")
@@ -116,79 +117,45 @@ def plan_for(preset: str, device: str) -> dict:
 # ----------------------------------------------------------------------------- 运行
 def run_all(preset: str, device: str, command: str, *, seed: int = 0, progress_bar: bool = True) -> dict:
     import torch
+    from tqdm import tqdm
 
     from . import flops, gradients, memory, paths, sequential, walltime
 
-    if str(device).startswith("cuda") and not torch.cuda.is_available():
-        raise SystemExit("--device cuda: 没有可用的 CUDA 设备；GPU 结果只能来自真实 GPU，不写任何文件。")
+    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: no CUDA device; GPU results come only from a real GPU, nothing written.")
     torch.manual_seed(seed)
     plan = plan_for(preset, device)
-    start_date, t0 = R.utc_now(), time.perf_counter()
-    load_before = walltime._loadavg()
-    git = R.git_state()
-    info = R.device_info(device)
+    t0 = time.perf_counter()
+    dtypes = {"float32", "float64", *plan["walltime"]["dtypes"]}
+    prov = R.provenance(device, command=command, seed=seed, dtypes=dtypes,
+                        device_independent_probes=["paths", "sequential", "gradients"])
 
     total = (len(flops.FLOP_KINDS) + len(plan["flops"]["crossover_ds"]) + len(paths.PATH_CONFIGS)
              + len(sequential.SEQ_KINDS) + len(plan["memory"]["ns"]) + len(gradients.CONFIGS)
              + walltime.progress_units(plan["walltime"]))
-    try:
-        from tqdm import tqdm
-
-        bar = tqdm(total=total, desc="probes", unit="step", file=sys.stderr, disable=not progress_bar,
-                   dynamic_ncols=True)
-    except ImportError:  # tqdm 缺失时仍能运行
-        bar = None
-
-    def step(k: int = 1) -> None:
-        if bar is not None:
-            bar.update(k)
-
-    def stage(name: str) -> None:
-        if bar is not None:
-            bar.set_postfix_str(name)
-
+    bar = tqdm(total=total, desc="probes", unit="step", file=sys.stderr, disable=not progress_bar,
+               dynamic_ncols=True)
     timings: dict[str, float] = {}
     out: dict = {}
 
     def timed(name, fn):
-        stage(name)
+        bar.set_postfix_str(name)
         t = time.perf_counter()
         out[name] = fn()
         timings[name] = round(time.perf_counter() - t, 2)
 
-    timed("flops", lambda: flops.run(device=device, progress=step, **plan["flops"]))
-    timed("paths", lambda: paths.run(progress=step, **plan["paths"]))  # 与设备无关，float64 在 CPU 上
-    timed("sequential", lambda: sequential.run(progress=step, **plan["sequential"]))  # 图结构，与设备无关
-    timed("memory", lambda: memory.run(device=device, progress=step, **plan["memory"]))
-    timed("gradients", lambda: gradients.run(progress=step, **plan["gradients"]))  # float64，CPU
-    timed("walltime", lambda: walltime.run(plan["walltime"], device=device, progress=step))
-    if bar is not None:
-        bar.close()
+    timed("flops", lambda: flops.run(device=device, progress=bar.update, **plan["flops"]))
+    timed("paths", lambda: paths.run(progress=bar.update, **plan["paths"]))  # 与设备无关，float64 在 CPU 上
+    timed("sequential", lambda: sequential.run(progress=bar.update, **plan["sequential"]))  # 图结构，与设备无关
+    timed("memory", lambda: memory.run(device=device, progress=bar.update, **plan["memory"]))
+    timed("gradients", lambda: gradients.run(progress=bar.update, **plan["gradients"]))  # float64，CPU
+    timed("walltime", lambda: walltime.run(plan["walltime"], device=device, progress=bar.update))
+    bar.close()
 
-    dtypes = sorted({"float32", "float64", *plan["walltime"]["dtypes"]})
-    data = {
-        "kind": R.KIND,
-        "schema_version": R.SCHEMA_VERSION,
-        "preset": preset,
-        "provenance": {
-            "device": info,
-            "tag": R.device_tag(info),
-            "torch_version": torch.__version__,
-            "python_version": sys.version.split()[0],
-            "platform": __import__("platform").platform(),
-            "dtypes": dtypes,
-            "git": git,
-            "date_utc": start_date,
-            "command": command,
-            "runtime_s": round(time.perf_counter() - t0, 2),
-            "probe_runtime_s": timings,
-            "load_average": {"before": load_before, "after": walltime._loadavg()},
-            "seed": seed,
-            "device_independent_probes": ["paths", "sequential", "gradients"],
-        },
-        "probes": out,
-    }
-    return data
+    prov["runtime_s"] = round(time.perf_counter() - t0, 2)
+    prov["probe_runtime_s"] = timings
+    prov["load_average"]["after"] = R.loadavg()
+    return {"kind": KIND, "schema_version": SCHEMA_VERSION, "preset": preset, "provenance": prov, "probes": out}
 
 
 def main(argv=None) -> int:
@@ -196,19 +163,17 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m snippets.probes", description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--preset", choices=sorted(PRESETS), default="quick")
-    ap.add_argument("--out", default=None, help="输出文件，缺省 results/<device-tag>.json")
+    ap.add_argument("--out", default=None, help="output file; default results/<device-tag>.json")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--no-progress", action="store_true", help="不显示进度条")
+    ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
-    command = "python -m snippets.probes " + " ".join(shlex.quote(a) for a in argv)
-    data = run_all(args.preset, args.device, command.strip(), seed=args.seed, progress_bar=not args.no_progress)
-    out = Path(args.out) if args.out else R.REPO_ROOT / "results" / f"{data['provenance']['tag']}.json"
-    if args.out is None:
-        data["provenance"]["command"] += f" (wrote {out.relative_to(R.REPO_ROOT).as_posix()})"
-    errs = R.validate(data)
-    R.dump(data, out)
-    print(f"wrote {out} ({data['provenance']['runtime_s']} s)", file=sys.stderr)
-    if errs:
-        print("validation errors:\n  " + "\n  ".join(errs), file=sys.stderr)
+    data = run_all(args.preset, args.device, R.command_line("snippets.probes", argv), seed=args.seed,
+                   progress_bar=not args.no_progress)
+    out = Path(args.out) if args.out else R.RESULTS_DIR / f"{data['provenance']['tag']}.json"
+    try:
+        R.write_results(data, out)  # validates first: an invalid file is never written
+    except R.ResultsError as exc:
+        print(f"not written: {exc}", file=sys.stderr)
         return 1
+    print(f"wrote {out} ({data['provenance']['runtime_s']} s)", file=sys.stderr)
     return 0
