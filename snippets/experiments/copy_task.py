@@ -1,29 +1,28 @@
 """端到端检查：在 CPU 上从零训练一个小 Transformer 做「复制/倒序」任务，用贪心解码（带 KV 缓存）评估。
 
-    python -m snippets.copy_task --out results/copy-task.json
+    python -m snippets.experiments.copy_task [--preset full|quick|tiny] [--out results/copy-task.json]
 
 源句是随机符号序列，目标是同一个序列（task="copy"，默认）或它的倒序（task="reverse"）。
 模型就是 snippets/transformer.py 的 Transformer（post-LN、三处权重共享、嵌入乘 √d_model）。
-写出的 JSON 带来源信息（设备、torch 版本、UTC 日期、git 提交、命令）、超参数、损失曲线、
-贪心解码的逐词准确率、训练秒数，以及一个例子的三种注意力权重（最后一层，各头平均）。
+写出的 JSON（kind "copy-task"，模式 results/schema/copy-task.schema.json）带出处、超参数、
+损失曲线、贪心解码的逐词准确率、训练秒数，以及一个例子的三种注意力权重（最后一层，各头平均）。
+预设：full 与 quick 都训练 400 步（CPU 上约 15 s）；tiny 只训练几步，给测试做冒烟运行。
 """
 
 from __future__ import annotations
 
-import argparse
-import datetime as _dt
-import json
-import platform
-import shlex
-import subprocess
 import sys
 import time
-from pathlib import Path
 
 import torch
 from torch import nn
+from tqdm import tqdm
 
+from snippets.experiments._cli import experiment_main
 from snippets.transformer import Transformer, greedy_decode
+
+KIND = "copy-task"
+PRESETS = {"full": {}, "quick": {}, "tiny": {"steps": 5, "warmup_steps": 2, "eval_sequences": 8}}
 
 PAD, BOS = 0, 1          # 特殊词：PAD 不出现在本任务的数据里（序列等长），BOS 是解码起始符
 FIRST_SYMBOL = 2         # 普通符号的 id 从 2 开始
@@ -140,7 +139,7 @@ def train_copy_task(config: dict | None = None) -> dict:
         losses = []
         model.train()
         start = time.perf_counter()
-        for _ in range(cfg["steps"]):
+        for _ in tqdm(range(cfg["steps"]), desc="copy-task", unit="step", file=sys.stderr):
             src, tgt = make_batch(cfg["batch_size"], cfg["seq_len"], cfg["vocab_size"], cfg["task"], gen)
             logits = model(src, shift_right(tgt))                   # (batch, m, vocab)
             loss = loss_fn(logits.reshape(-1, cfg["vocab_size"]), tgt.reshape(-1))
@@ -165,53 +164,13 @@ def train_copy_task(config: dict | None = None) -> dict:
     }
 
 
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+def run(preset: str, cfg: dict, task: str = "copy") -> dict:
+    return train_copy_task({"task": task, **cfg})
 
 
-def _git(*args: str) -> str:
-    try:
-        return subprocess.run(["git", *args], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
-def provenance(argv: list[str]) -> dict:
-    sources = ["snippets/attention.py", "snippets/transformer.py", "snippets/copy_task.py"]
-    return {
-        "device": "cpu",
-        "device_name": _cpu_model(),
-        "torch_version": torch.__version__,
-        "python_version": platform.python_version(),
-        "date_utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "git_commit": _git("rev-parse", "HEAD"),
-        # 生成这份结果的源文件相对 git_commit 是否有未提交的改动（空串 = 没有）
-        "sources_modified": _git("status", "--porcelain", "--", *sources),
-        "command": "python -m snippets.copy_task " + shlex.join(argv),
-    }
-
-
-def main(argv: list[str] | None = None) -> None:
-    argv = sys.argv[1:] if argv is None else argv
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("results/copy-task.json"))
-    parser.add_argument("--task", choices=["copy", "reverse"], default=DEFAULT_CONFIG["task"])
-    args = parser.parse_args(argv)
-    result = train_copy_task({"task": args.task})
-    record = {"experiment": "copy-task", "results_file": args.out.as_posix(),
-              "provenance": provenance(argv), **result}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-    print(f"{record['hyperparameters']['task']}: greedy token accuracy "
-          f"{result['greedy_token_accuracy']:.4f}, final loss {result['final_loss']:.4f}, "
-          f"{result['train_seconds']:.1f} s -> {args.out}")
+def main(argv: list[str] | None = None) -> int:
+    return experiment_main("snippets.experiments.copy_task", KIND, PRESETS, run, argv, seed=DEFAULT_CONFIG["seed"])
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

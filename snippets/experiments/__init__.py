@@ -1,0 +1,6 @@
+"""Experiments built on the reader's code: each module trains or measures one thing a page claims.
+
+Every module has ``KIND`` and ``main(argv) -> int`` with ``--preset full|quick|tiny`` and ``--out``,
+and writes ``results/<kind>.json`` through :mod:`snippets.results` (validated against
+``results/schema/<kind>.schema.json``). ``python -m snippets.experiments`` runs them all.
+"""
