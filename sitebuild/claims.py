@@ -4,10 +4,11 @@ A test declares the claim it proves with ``@pytest.mark.claim("ch01-c03", paper=
 text="…")``; a page cites it with a link to ``verification.md#ch01-c03``. This module
 reads both (tests through ``ast``, pages through a regular expression, nothing is
 imported or run) and writes ``docs/generated/verification-table.md``, which
-``docs/verification.md`` includes. ``tests/test_claims.py`` uses the same readers to
-fail the suite when a page cites an unknown id or a claim test is cited nowhere.
+``docs/verification.md`` includes. The site tests use the same readers to fail the
+suite when a page cites an unknown id or a claim test is cited nowhere. The chapters
+and their titles come from the nav of mkdocs.yml.
 
-Run: ``python -m snippets.verification``.
+Run: ``python -m sitebuild.claims``.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sitebuild.config import chapters
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 TESTS = ROOT / "tests"
@@ -25,11 +28,6 @@ OUT = DOCS / "generated" / "verification-table.md"
 
 CLAIM_ID = re.compile(r"^ch\d{2}-[a-z0-9][a-z0-9-]*$")
 PAGE_REF = re.compile(r"verification\.md#(ch\d{2}-[a-z0-9][a-z0-9-]*)")
-CHAPTERS = {
-    "ch01": ("第 01 章 为什么是 Attention？", "chapters/01-why-attention/index.md"),
-    "ch02": ("第 02 章 Transformer 全景", "chapters/02-architecture/index.md"),
-}
-
 
 @dataclass
 class Claim:
@@ -127,9 +125,9 @@ def _page_links(rel: str) -> list[str]:
     into the question bank, so a citation there appears on both.
     """
     if rel.endswith("/questions.md"):
-        chapter = CHAPTERS["ch" + rel.split("/")[1][:2]]
+        chapter = chapters()["ch" + rel.split("/")[1][:2]]
         return [f"[{chapter[0]} · 面试追问](/{chapter[1]})", "[面试题库](/interview.md)"]
-    for title, page in CHAPTERS.values():
+    for title, page in chapters().values():
         if rel == page:
             return [f"[{title}](/{page})"]
     title = {"index.md": "首页", "guide.md": "阅读指南", "interview.md": "面试题库"}.get(rel, rel)
@@ -144,7 +142,7 @@ def render(claims: list[Claim], refs: dict[str, list[str]]) -> str:
 
     out = [f"共 {len(claims)} 个论断，全部由 `make test` 运行的测试证明。", ""]
     for chapter in sorted(by_chapter):
-        title, _ = CHAPTERS.get(chapter, (chapter, None))
+        title, _ = chapters().get(chapter, (chapter, None))
         items = sorted(by_chapter[chapter], key=lambda c: c.id)
         out += [f"## {title}", "", "| 编号 | 论断 | 论文 | 测试 |", "|---|---|---|---|"]
         for c in items:

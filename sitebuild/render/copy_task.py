@@ -1,19 +1,18 @@
 """复制任务的注意力热图与结果表：results/copy-task.json → docs/generated/。
 
 render_attention_heatmaps(results, out_dir) 在 results（已读入的结果字典列表，签名与
-snippets.figures 的渲染函数相同）里找出 experiment == "copy-task" 的那一份，写出：
+其它渲染函数相同）里找出 kind == "copy-task" 的那一份，写出：
 
 - attn-encoder-self.svg     编码器最后一层自注意力（各头平均），n × n
 - attn-decoder-masked.svg   解码器最后一层掩码自注意力，m × m；对角线右上方的三角形用斜线标出（权重恒为 0）
 - attn-cross.svg            解码器最后一层交叉注意力，m × n
 - copy-task.md              准确率、训练时间、步数、设备、torch 版本、日期、结果文件的小表
 
-同样的输入得到逐字节相同的 SVG（snippets.plotstyle.save_svg）。
+同样的输入得到逐字节相同的 SVG（sitebuild.render.style.save_svg）。
 """
 
 from __future__ import annotations
 
-import warnings
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -21,14 +20,15 @@ import numpy as np
 from matplotlib.colors import LinearSegmentedColormap, to_rgb
 from matplotlib.patches import Polygon
 
-from snippets.plotstyle import PALETTE, TEXT_COLOR, apply_style, save_svg
+from sitebuild.render.style import (NO_RESULTS, PALETTE, TEXT_COLOR, apply_style, caption, md_table,
+                                    placeholder_svg, save_svg)
 
 BOS_LABEL = "BOS"
 
 
 def find_copy_task(results: list[dict]) -> dict | None:
     for result in results:
-        if isinstance(result, dict) and result.get("experiment") == "copy-task":
+        if result.get("kind") == "copy-task":
             return result
     return None
 
@@ -81,11 +81,6 @@ def _heatmap(weights: list[list[float]], row_labels: list[str], col_labels: list
     save_svg(fig, path)
 
 
-def _results_file(result: dict) -> str:
-    # snippets.figures 给每个结果加上 "_file"（相对仓库根的路径）；否则用结果里记下的 --out
-    return result.get("_file") or result.get("results_file", "results/copy-task.json")
-
-
 def _labels(tokens: list[int]) -> list[str]:
     return [str(t) for t in tokens]
 
@@ -93,26 +88,25 @@ def _labels(tokens: list[int]) -> list[str]:
 def render_attention_heatmaps(results: list[dict], out_dir: Path) -> None:
     """找到复制任务的结果，写出三张注意力热图和 copy-task.md 到 out_dir（通常是 docs/generated）。"""
     result = find_copy_task(results)
-    if result is None:
-        warnings.warn("no copy-task result (experiment == 'copy-task') among the results; "
-                      "run: python -m snippets.copy_task --out results/copy-task.json", stacklevel=2)
-        return
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    att, prov = result["attention"], result["provenance"]
-    results_file = _results_file(result)
-    caption = (f"{results_file} · {prov['device_name']} · torch {prov['torch_version']} · "
-               f"{prov['date_utc'][:10]}")
+    if result is None:  # 页面的 include 不能断：写明"尚无结果"
+        (out_dir / "copy-task.md").write_text(NO_RESULTS, encoding="utf-8")
+        for name in ("attn-encoder-self.svg", "attn-decoder-masked.svg", "attn-cross.svg"):
+            placeholder_svg(out_dir, name, "复制任务的注意力热图")
+        return
+    att = result["attention"]
+    caption_text = caption(result)
     where = f"第 {att['layer'] + 1} 层（最后一层），{att['num_heads']} 个头平均"
     src = _labels(att["src_tokens"])
     tgt_in = [BOS_LABEL] + _labels(att["tgt_input_tokens"][1:])
     _heatmap(att["encoder_self"], src, src, f"编码器自注意力（{where}）",
-             "键：源句词元", "查询：源句词元", caption, out_dir / "attn-encoder-self.svg")
+             "键：源句词元", "查询：源句词元", caption_text, out_dir / "attn-encoder-self.svg")
     _heatmap(att["decoder_masked_self"], tgt_in, tgt_in, f"解码器掩码自注意力（{where}）",
-             "键：解码器输入（右移一位）", "查询：解码器输入（右移一位）", caption,
+             "键：解码器输入（右移一位）", "查询：解码器输入（右移一位）", caption_text,
              out_dir / "attn-decoder-masked.svg", causal=True)
     _heatmap(att["cross"], tgt_in, src, f"交叉注意力（{where}）",
-             "键 / 值：源句词元（编码器输出）", "查询：解码器输入（右移一位）", caption,
+             "键 / 值：源句词元（编码器输出）", "查询：解码器输入（右移一位）", caption_text,
              out_dir / "attn-cross.svg")
     (out_dir / "copy-task.md").write_text(copy_task_table(result), encoding="utf-8")
 
@@ -132,12 +126,14 @@ def copy_task_table(result: dict) -> str:
         ("贪心解码逐词准确率", f"{100 * result['greedy_token_accuracy']:.2f}%"
                              f"（{hp['eval_sequences']} 条新序列，带 KV 缓存）"),
         ("训练时间", f"{result['train_seconds']:.1f} s（{hp['num_threads']} 个 CPU 线程）"),
-        ("设备", f"CPU：{prov['device_name']}"),
+        ("设备", f"CPU：{prov['device']['name']}"),
         ("torch 版本", prov["torch_version"]),
         ("日期（UTC）", prov["date_utc"][:10]),
-        ("git 提交", f"`{prov['git_commit'][:12]}`"),
+        ("git 提交", f"`{prov['git']['commit'][:12]}`" + ("（工作区有改动）" if prov["git"]["dirty"] else "")),
         ("命令", f"`{prov['command']}`"),
-        ("结果文件", f"`{_results_file(result)}`"),
+        ("结果文件", f"`{result['_file']}`"),
     ]
-    lines = ["| 项目 | 值 |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows]
-    return "\n".join(lines) + "\n"
+    return md_table(["项目", "值"], rows)
+
+
+RENDERERS = [render_attention_heatmaps]

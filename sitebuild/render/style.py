@@ -1,8 +1,8 @@
-"""站点统一的 matplotlib 图形风格（Figure style shared by every generated SVG）.
+"""站点统一的图表风格：matplotlib 的确定性 SVG、调色板，以及所有生成文件共用的说明文字（caption）。
 
 用法（usage）::
 
-    from snippets.plotstyle import apply_style, save_svg, PALETTE
+    from sitebuild.render.style import new_figure, save_svg, PALETTE, caption
     apply_style()                      # 设置 rcParams（幂等，可重复调用）
     fig, ax = new_figure()             # 或者 plt.subplots()，尺寸自定
     ax.plot(x, y, color=PALETTE[0])
@@ -15,9 +15,11 @@
 - ``svg.hashsalt`` 固定、``metadata={"Date": None}``：同样的输入得到逐字节相同的 SVG
   （clip-path 等 id 由 hashsalt 决定，不含日期）。
 - 背景透明；调色板与文字颜色在白底（Material 默认）和深色 slate 底上对比度都 ≥ 3:1
-  （见 ``contrast_ratio``，``tests/test_figures.py`` 会检查）。
+  （见 ``contrast_ratio``，测试会检查）。
+- 说明文字（``caption``、``md_caption``）写明设备、torch 版本、日期、commit 和结果文件：
+  每张生成的图和表都能追溯到产生它的那次运行。
 
-本模块只依赖 matplotlib，不导入 torch，别的图（例如注意力热图）也可以直接复用。
+本模块只依赖 matplotlib，不导入 torch。
 """
 
 from __future__ import annotations
@@ -146,6 +148,61 @@ def contrast_ratio(a: str, b: str) -> float:
     """两种颜色的 WCAG 对比度（1 到 21）。"""
     la, lb = sorted((_relative_luminance(a), _relative_luminance(b)), reverse=True)
     return (la + 0.05) / (lb + 0.05)
+
+
+
+# ----------------------------------------------------------------------------- 说明文字与表格
+NO_RESULTS = "> 尚无测量结果：`results/` 中没有这类结果文件。运行对应的探针或实验（`make probes`、`make experiments`）后再运行 `make figures`。\n"
+
+
+def device_label(r: dict) -> str:
+    dev = r["provenance"]["device"]
+    if dev["type"] == "cpu":
+        threads = r.get("probes", {}).get("walltime", {}).get("threads", dev.get("threads"))
+        return f"CPU {dev['name']}（{threads} 线程）"
+    return f"GPU {dev['name']}" + (f"（驱动 {dev['driver']}）" if dev.get("driver") else "")
+
+
+def caption(r: dict) -> str:
+    """一行：设备 · torch · 日期 · 预设 · 结果文件。"""
+    p = r["provenance"]
+    preset = f" · 预设 {r['preset']}" if r.get("preset") else ""
+    return f"设备：{device_label(r)} · torch {p['torch_version']} · {p['date_utc'][:10]}{preset} · 数据：{r['_file']}"
+
+
+def md_caption(r: dict) -> str:
+    """Markdown 表格下方的出处行（斜体），多了 commit 与是否有未提交改动。"""
+    p = r["provenance"]
+    dirty = "（工作区有改动）" if p["git"]["dirty"] else ""
+    return (f"*设备：{device_label(r)}；torch {p['torch_version']}；日期 {p['date_utc']}；"
+            f"commit `{p['git']['commit'][:10]}`{dirty}；预设 `{r.get('preset')}`；数据文件 `{r['_file']}`。*\n")
+
+
+def md_table(head: list[str], rows: list[list]) -> str:
+    """Markdown 表格：表头、分隔行、每行一行。"""
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def write_text(out_dir: Path, name: str, text: str) -> Path:
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def placeholder_svg(out_dir: Path, name: str, title: str) -> Path:
+    """没有结果文件时的占位图：页面的 include 不会断，读者看到的是"尚无结果"。"""
+    fig, ax = new_figure(6.4, 2.0)
+    ax.axis("off")
+    ax.text(0.5, 0.5, f"{title}\n尚无测量结果（results/ 中没有对应的结果文件）", ha="center", va="center")
+    return save_svg(fig, out_dir / name)
+
+
+def of_kind(results: list[dict], kind: str) -> list[dict]:
+    """results 里 kind 相同的文件（已由 snippets.results 校验过）。"""
+    return [r for r in results if r.get("kind") == kind]
 
 
 apply_style()

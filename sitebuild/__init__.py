@@ -1,0 +1,12 @@
+"""The machinery that builds the site, apart from what readers copy (``snippets/``) and from the tests.
+
+- :mod:`sitebuild.figures`  ``results/*.json`` → ``docs/generated/`` (every renderer in :mod:`sitebuild.render`)
+- :mod:`sitebuild.claims`   the claims page: ``@pytest.mark.claim`` markers in ``tests/`` (read as text) → ``docs/generated/verification-table.md``
+- :mod:`sitebuild.config`   the effective ``mkdocs.yml`` (``mkdocs.config.load_config``) and its nav
+- :mod:`sitebuild.hooks`    MkDocs hooks (the offline edition's iframe-worker shim)
+- :mod:`sitebuild.offline`  ``make offline``: ``site-offline/`` and ``dist/site-offline.zip``
+- :mod:`sitebuild.audit`    ``make audit``: Lighthouse over every chapter page
+- :mod:`sitebuild.serve`    the one local static server (optionally gzip, as GitHub Pages serves)
+
+Nothing here imports from ``tests/``; the tests import from here.
+"""

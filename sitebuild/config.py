@@ -1,0 +1,67 @@
+"""The site's effective configuration, read exactly as ``mkdocs build`` reads it, and its pages in nav order."""
+
+from __future__ import annotations
+
+import os
+import re
+from functools import cache
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@cache
+def load(name: str = "mkdocs.yml"):
+    """``mkdocs.config.load_config``: resolves ``INHERIT``, ``!ENV`` and the nav as the build does."""
+    from mkdocs.config import load_config
+
+    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")
+    return load_config(str(ROOT / name))
+
+
+def _flatten(nav) -> list[tuple[str, str]]:
+    """[(title, docs-relative source path)] in nav order (external links left out)."""
+    out: list[tuple[str, str]] = []
+    for item in nav or []:
+        if isinstance(item, str):
+            out.append((item, item))
+        elif isinstance(item, dict):
+            for title, value in item.items():
+                if isinstance(value, str):
+                    if "://" not in value:
+                        out.append((title, value))
+                else:
+                    out.extend(_flatten(value))
+    return out
+
+
+def src_to_url(src: str, directory_urls: bool = True) -> str:
+    """docs-relative source path -> site-relative URL, as MkDocs writes it."""
+    stem = re.sub(r"\.(md|ipynb)$", "", src)
+    if not directory_urls:
+        return stem + ".html"
+    if stem == "index":
+        return ""
+    return stem[: -len("index")] if stem.endswith("/index") else stem + "/"
+
+
+def nav_pages(name: str = "mkdocs.yml") -> list[tuple[str, str, str]]:
+    """[(nav title, source path, site-relative URL)] for every page in the nav."""
+    cfg = load(name)
+    return [(t, s, src_to_url(s, cfg["use_directory_urls"])) for t, s in _flatten(cfg["nav"])]
+
+
+def chapters() -> dict[str, tuple[str, str]]:
+    """{"ch01": (chapter title, "chapters/01-…/index.md")} from the nav, in order.
+
+    The title is the page's first heading (``# 第 01 章 …``), so the claims page names a
+    chapter as the chapter does.
+    """
+    out = {}
+    for _, src, _ in nav_pages():
+        m = re.fullmatch(r"chapters/(\d{2})-[^/]+/index\.md", src)
+        if m:
+            text = (ROOT / "docs" / src).read_text(encoding="utf-8")
+            heading = next((ln[2:].strip() for ln in text.splitlines() if ln.startswith("# ")), src)
+            out[f"ch{m.group(1)}"] = (re.split(r"[：:]|——", heading.replace("\u3000", " "), maxsplit=1)[0], src)
+    return out
