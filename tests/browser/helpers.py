@@ -1,54 +1,23 @@
-"""Shared machinery for the browser tests (tests/test_browser.py, tests/test_reader.py).
+"""What the browser tests share: one Chromium, page visits recorded once per palette, search, budgets.
 
-It is three things at once, so that everything browser-related lives in one owned file:
-
-* a pytest plugin (the test modules load it with ``pytest_plugins``): one Chromium per
-  session, and a cache of page visits so that each page is opened once per palette;
-* an MkDocs hook for ``mkdocs-offline.yml``: ``on_post_build`` writes the iframe-worker
-  shim that lets Material's search run over ``file://``;
-* a small command line, used by the Makefile::
-
-      python tests/browser_helpers.py offline   # site-offline/ and dist/site-offline.zip
-      python tests/browser_helpers.py audit     # lighthouse/<page>.json and summary.md
-
-Chromium is Debian's (``$CHROMIUM``, default /usr/bin/chromium); never ``playwright install``.
+The pytest fixtures that use these live in tests/browser/conftest.py. Chromium is Debian's
+(``$CHROMIUM``, default /usr/bin/chromium); never ``playwright install``.
 """
 
 from __future__ import annotations
 
 import contextlib
-import functools
-import gzip
-import http.server
-import io
 import json
-import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
-import tempfile
-import threading
 import time
-import zipfile
 from pathlib import Path
-from urllib.parse import unquote, urljoin, urlparse
+from urllib.parse import urljoin, urlparse
 
-import pytest
-import yaml
+from sitebuild.config import nav_pages, src_to_url
 
-ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+ROOT = Path(__file__).resolve().parents[2]
+from sitebuild.audit import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  one list of Chromium flags
+
 OUTPUT = ROOT / "test-output"
 SCREENSHOTS = OUTPUT / "screenshots"
 AXE_JS = ROOT / "node_modules" / "axe-core" / "axe.min.js"
@@ -62,53 +31,13 @@ SCHEMES = ("light", "dark")
 # --------------------------------------------------------------------------------------
 
 
-class _TolerantLoader(yaml.SafeLoader):
-    """Reads mkdocs.yml without evaluating ``!ENV`` or ``!!python/...`` tags."""
-
-
-_TolerantLoader.add_multi_constructor("!", lambda loader, suffix, node: None)
-_TolerantLoader.add_multi_constructor("tag:yaml.org,2002:python/", lambda loader, suffix, node: None)
-
-
-def read_config(name: str = "mkdocs.yml") -> dict:
-    return yaml.load((ROOT / name).read_text(encoding="utf-8"), Loader=_TolerantLoader)
-
-
-def _flatten_nav(nav) -> list[tuple[str, str]]:
-    """[(title, docs-relative source path)] in nav order."""
-    out: list[tuple[str, str]] = []
-    for item in nav or []:
-        if isinstance(item, str):
-            out.append((item, item))
-        elif isinstance(item, dict):
-            for title, value in item.items():
-                if isinstance(value, str):
-                    if "://" not in value:
-                        out.append((title, value))
-                else:
-                    out.extend(_flatten_nav(value))
-    return out
-
-
-def src_to_url(src: str, directory_urls: bool = True) -> str:
-    """docs-relative source path -> site-relative URL, as MkDocs writes it."""
-    stem = re.sub(r"\.(md|ipynb)$", "", src)
-    if not directory_urls:
-        return stem + ".html"
-    if stem == "index":
-        return ""
-    if stem.endswith("/index"):
-        return stem[: -len("index")]
-    return stem + "/"
-
-
 def page_id(url: str) -> str:
     """A short test id for a site-relative URL: '' -> 'home', 'chapters/01-x/' -> '01-x'."""
     parts = [p for p in url.strip("/").split("/") if p]
     return parts[-1] if parts else "home"
 
 
-NAV = [(title, src, src_to_url(src)) for title, src in _flatten_nav(read_config().get("nav"))]
+NAV = nav_pages()
 NAV_URLS = [url for _, _, url in NAV]
 CHAPTER_URLS = [url for url in NAV_URLS if url.startswith("chapters/")]
 
@@ -128,19 +57,6 @@ def sitemap_urls(site_dir: Path, site_url: str) -> list[str]:
 
 def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-
-
-@pytest.fixture(scope="session")
-def chromium_browser():
-    """One Chromium for the whole session (the suite runs on 2 shared cores)."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (set $CHROMIUM)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = launch(p)
-        yield browser
-        browser.close()
 
 
 def new_context(browser, scheme: str = "light", viewport: dict | None = None, **kw):
@@ -395,18 +311,6 @@ class Site:
         return set(re.findall(r"""\b(?:id|name)=["']?([^"'\s>]+)""", html))
 
 
-@pytest.fixture(scope="session")
-def site(chromium_browser, site_url, built_site) -> Site:
-    return Site(chromium_browser, site_url, built_site)
-
-
-@pytest.fixture(scope="session")
-def gzip_site_url(built_site):
-    """The same build, served with gzip like GitHub Pages, for the transfer budgets."""
-    with serve(built_site, free_port(), compress=True) as url:
-        yield url
-
-
 def save_screenshot(page, name: str, full_page: bool = True) -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
@@ -511,193 +415,3 @@ def first_load_bytes(browser, url: str) -> dict:
         }
     finally:
         ctx.close()
-
-
-# --------------------------------------------------------------------------------------
-# Offline edition: mkdocs-offline.yml, its hook, and the zip.
-# --------------------------------------------------------------------------------------
-
-# Over file:// a Web Worker cannot start, so Material's search runs in a hidden iframe
-# through the iframe-worker shim (npm iframe-worker, pinned in package-lock.json). The
-# offline plugin would load it from unpkg.com; mkdocs-offline.yml names a local copy
-# instead, and this hook copies it from node_modules into the built site.
-IFRAME_WORKER_SHIM = ROOT / "node_modules/iframe-worker/shim/index.js"
-
-
-def on_post_build(config, **kwargs):
-    """MkDocs hook (mkdocs-offline.yml): write each local polyfill named 'iframe-worker'."""
-    for script in config.extra.get("polyfills", []):
-        src = str(script)
-        if "iframe-worker" in src and "://" not in src:
-            target = Path(config.site_dir) / src
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(IFRAME_WORKER_SHIM, target)
-
-
-def build_offline(site_dir: Path, zip_path: Path | None = None, strict: bool = True) -> subprocess.CompletedProcess:
-    """``mkdocs build -f mkdocs-offline.yml`` into site_dir, then zip it (top folder site-offline/)."""
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
-    cmd = [sys.executable, "-m", "mkdocs", "build", "-f", "mkdocs-offline.yml", "--site-dir", str(site_dir)]
-    if strict:
-        cmd.append("--strict")
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
-    if proc.returncode == 0 and zip_path is not None:
-        zip_dir(site_dir, zip_path, top="site-offline")
-    return proc
-
-
-def zip_dir(src: Path, zip_path: Path, top: str) -> None:
-    zip_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = zip_path.with_suffix(".zip.part")
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-        for file in sorted(p for p in src.rglob("*") if p.is_file()):
-            zf.write(file, f"{top}/{file.relative_to(src).as_posix()}")
-    tmp.replace(zip_path)
-
-
-# --------------------------------------------------------------------------------------
-# A static server (the audit), as conftest's site_url does for the tests.
-# --------------------------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-class _QuietHandler(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-# What GitHub Pages sends gzipped (text); fonts (woff2) and PNGs go as they are.
-GZIP_SUFFIXES = {".html", ".css", ".js", ".json", ".svg", ".xml", ".txt", ".map", ".ipynb"}
-
-
-class _GzipHandler(_QuietHandler):
-    """Serves text with ``Content-Encoding: gzip`` when asked, as GitHub Pages does."""
-
-    def send_head(self):
-        path = Path(self.translate_path(self.path))
-        if path.is_dir() and self.path.split("?")[0].endswith("/"):
-            path = path / "index.html"
-        accepts = "gzip" in self.headers.get("Accept-Encoding", "")
-        if not (accepts and path.is_file() and path.suffix in GZIP_SUFFIXES):
-            return super().send_head()
-        body = gzip.compress(path.read_bytes(), 6)
-        self.send_response(200)
-        self.send_header("Content-Type", self.guess_type(str(path)))
-        self.send_header("Content-Encoding", "gzip")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        return io.BytesIO(body)
-
-
-@contextlib.contextmanager
-def serve(directory: Path, port: int, compress: bool = False):
-    handler = functools.partial(_GzipHandler if compress else _QuietHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}/"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-# --------------------------------------------------------------------------------------
-# Command line: `offline` and `audit`.
-# --------------------------------------------------------------------------------------
-
-LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
-CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
-
-
-def cmd_offline() -> int:
-    site_dir, zip_path = ROOT / "site-offline", ROOT / "dist" / "site-offline.zip"
-    shutil.rmtree(site_dir, ignore_errors=True)
-    proc = build_offline(site_dir, zip_path)
-    sys.stdout.write(proc.stdout)
-    sys.stderr.write(proc.stderr)
-    if proc.returncode == 0:
-        print(f"offline edition: {site_dir.relative_to(ROOT)}/ and {zip_path.relative_to(ROOT)} "
-              f"({zip_path.stat().st_size / 1e6:.2f} MB); open site-offline/index.html")
-    return proc.returncode
-
-
-def cmd_audit() -> int:
-    """Lighthouse on every chapter page of a fresh local build. A benchmark, not a test."""
-    out_dir = ROOT / "lighthouse"
-    out_dir.mkdir(exist_ok=True)
-    port = free_port()
-    origin = f"http://127.0.0.1:{port}/"
-    with tempfile.TemporaryDirectory(prefix="audit-") as tmp:
-        site_dir = Path(tmp) / "site"
-        env = dict(os.environ, NO_MKDOCS_2_WARNING="1", SITE_URL=origin)
-        build = subprocess.run(
-            [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
-            cwd=ROOT, env=env, capture_output=True, text=True,
-        )
-        if build.returncode != 0:
-            sys.stderr.write(build.stdout + build.stderr)
-            return build.returncode
-        rows = []
-        with serve(site_dir, port) as base:
-            for url in CHAPTER_URLS:
-                name = page_id(url)
-                report = out_dir / f"{name}.json"
-                flags = " ".join(["--headless=new", *CHROMIUM_ARGS])
-                cmd = [
-                    str(LIGHTHOUSE), urljoin(base, url), "--output=json", f"--output-path={report}",
-                    f"--chrome-flags={flags}", "--quiet",
-                    "--only-categories=" + ",".join(CATEGORIES),
-                ]
-                proc = subprocess.run(cmd, env=dict(os.environ, CHROME_PATH=CHROMIUM), capture_output=True, text=True)
-                if proc.returncode != 0 or not report.is_file():
-                    sys.stderr.write(proc.stdout + proc.stderr)
-                    return proc.returncode or 1
-                data = json.loads(report.read_text(encoding="utf-8"))
-                scores = {c: data["categories"][c]["score"] for c in CATEGORIES}
-                audits = data["audits"]
-                failed = sorted({
-                    ref["id"]
-                    for c in CATEGORIES for ref in data["categories"][c]["auditRefs"]
-                    if ref["weight"] > 0 and (audits[ref["id"]].get("score") is not None)
-                    and audits[ref["id"]]["score"] < 0.9
-                })
-                rows.append((name, url, scores, audits, failed))
-                print(f"lighthouse {url}: " + ", ".join(f"{c} {s * 100:.0f}" for c, s in scores.items()), flush=True)
-    lines = [
-        "# Lighthouse",
-        "",
-        f"Lighthouse {data.get('lighthouseVersion')} ({data['configSettings']['formFactor']} emulation, "
-        f"simulated throttling) with {CHROMIUM}, against a fresh build on a local static server without "
-        "compression. A benchmark on a shared machine, not a test: timings move with the load.",
-        "",
-        "| page | performance | accessibility | best practices | SEO | FCP | LCP | TBT | CLS | transfer |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    for name, url, scores, audits, failed in rows:
-        def metric(key):
-            return audits.get(key, {}).get("displayValue", "–").replace("\xa0", " ")
-        lines.append(
-            f"| [{url}]({name}.json) | " + " | ".join(f"{scores[c] * 100:.0f}" for c in CATEGORIES)
-            + f" | {metric('first-contentful-paint')} | {metric('largest-contentful-paint')}"
-            f" | {metric('total-blocking-time')} | {metric('cumulative-layout-shift')}"
-            f" | {audits['total-byte-weight']['numericValue'] / 1024:,.0f} KiB |"
-        )
-    lines += ["", "Audits below 90 that weigh on a score:", ""]
-    for name, url, scores, audits, failed in rows:
-        lines.append(f"- `{url}`: " + (", ".join(f"`{k}`" for k in failed) or "none"))
-    (out_dir / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    print((out_dir / "summary.md").read_text(encoding="utf-8"))
-    return 0
-
-
-if __name__ == "__main__":
-    commands = {"offline": cmd_offline, "audit": cmd_audit}
-    if len(sys.argv) != 2 or sys.argv[1] not in commands:
-        sys.exit(f"usage: {sys.argv[0]} {{{'|'.join(commands)}}}")
-    sys.exit(commands[sys.argv[1]]())

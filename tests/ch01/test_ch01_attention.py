@@ -6,8 +6,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from snippets.probes.memory import peak_allocated_bytes_cpu as peak_allocated_bytes
+from tests.support.reference import torch_mha
+
 from snippets.attention import (
     MultiHeadAttention,
+    online_softmax_attention,
+    restricted_attention,
     causal_mask,
     padding_mask,
     scaled_dot_product_attention,
@@ -84,18 +89,6 @@ def test_masks_values():
     assert combined[0].tolist() == [[True, False, False], [True, True, False], [True, True, False]]
 
 
-def _copy_to_torch_mha(mha, bias):
-    d, h = mha.d_model, mha.num_heads
-    ref = torch.nn.MultiheadAttention(d, h, bias=bias, batch_first=True, dtype=F64)
-    with torch.no_grad():
-        ref.in_proj_weight.copy_(torch.cat([mha.w_q.weight, mha.w_k.weight, mha.w_v.weight]))
-        ref.out_proj.weight.copy_(mha.w_o.weight)
-        if bias:
-            ref.in_proj_bias.copy_(torch.cat([mha.w_q.bias, mha.w_k.bias, mha.w_v.bias]))
-            ref.out_proj.bias.copy_(mha.w_o.bias)
-    return ref
-
-
 # (batch, n_q, n_k, d_model, heads, bias)
 MHA_CASES = [
     (1, 1, 1, 4, 1, True),
@@ -112,7 +105,7 @@ def test_mha_equals_torch(case, masked):
     batch, n_q, n_k, d, h, bias = case
     torch.manual_seed(3)
     mha = MultiHeadAttention(d, h, bias=bias).to(F64)
-    ref = _copy_to_torch_mha(mha, bias)
+    ref = torch_mha(mha)
     gen = torch.Generator().manual_seed(4)
     query = torch.randn(batch, n_q, d, generator=gen, dtype=F64)
     key = torch.randn(batch, n_k, d, generator=gen, dtype=F64)
@@ -131,7 +124,7 @@ def test_mha_equals_torch(case, masked):
 def test_mha_padding_mask_equals_torch_key_padding_mask():
     torch.manual_seed(5)
     mha = MultiHeadAttention(8, 4).to(F64)
-    ref = _copy_to_torch_mha(mha, True)
+    ref = torch_mha(mha)
     x = torch.randn(3, 6, 8, dtype=F64)
     lengths = torch.tensor([6, 3, 1])
     out, weights = mha(x, x, x, padding_mask(lengths, 6))
@@ -188,8 +181,6 @@ def test_fully_masked_rows_are_zero_sdpa_and_mha():
 
 
 # ---------------------------------------------------------------- restricted attention
-from snippets.attention import online_softmax_attention, restricted_attention  # noqa: E402
-from tests._memory import peak_allocated_bytes  # noqa: E402
 
 
 def band_mask(n, r):
@@ -300,21 +291,10 @@ def test_restricted_and_online_keep_zero_rows_for_fully_masked_input():
         assert not t.isnan().any() and (t == 0).all()
 
 
-def _naive_attention(q, k, v):
-    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
-
-
 def _peak(attention, n, d=16, **kw):
     gen = torch.Generator().manual_seed(16)
     q, k, v = (torch.randn(1, n, d, generator=gen) for _ in range(3))  # float32, allocated outside
-    return peak_allocated_bytes(lambda: attention(q, k, v, **kw))
-
-
-def test_memory_helper_is_exact_for_naive_attention():
-    # two n x n float32 matrices are alive at once (scores and scaled scores, then scaled
-    # scores and softmax): the peak is 8 n^2 bytes plus at most the (n, d) output
-    for n in (128, 256):
-        assert 8 * n * n <= _peak(_naive_attention, n) <= 8 * n * n + 4 * n * 16
+    return peak_allocated_bytes(lambda: attention(q, k, v, **kw))["peak_bytes"]
 
 
 def test_online_softmax_peak_memory_is_linear_in_n():
@@ -326,5 +306,5 @@ def test_online_softmax_peak_memory_is_linear_in_n():
     assert p4 < 4096 * 4096 * 4 / 10  # far below one n x n float32 matrix (64 MiB)
     # and the result is right in float32 as well
     q, k, v = (torch.randn(1, 300, 16, generator=torch.Generator().manual_seed(s)) for s in range(3))
-    torch.testing.assert_close(online_softmax_attention(q, k, v, block=block), _naive_attention(q, k, v),
+    torch.testing.assert_close(online_softmax_attention(q, k, v, block=block), scaled_dot_product_attention(q, k, v)[0],
                                rtol=0, atol=1e-5)

@@ -30,12 +30,10 @@ from snippets.transformer import (
     transformer_param_count,
 )
 
+from snippets.experiments.copy_task import BOS, shift_right
+from tests.support.reference import gen, torch_encoder_layer
+
 F64 = torch.float64
-BOS = 1
-
-
-def gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
 
 
 def small_model(seed: int = 0, vocab: int = 13, d: int = 32, h: int = 4, layers: int = 2,
@@ -46,34 +44,6 @@ def small_model(seed: int = 0, vocab: int = 13, d: int = 32, h: int = 4, layers:
 
 def tokens(batch: int, n: int, vocab: int = 13, seed: int = 0) -> torch.Tensor:
     return torch.randint(2, vocab, (batch, n), generator=gen(seed))
-
-
-def shift_right(tgt: torch.Tensor) -> torch.Tensor:
-    return torch.cat([torch.full((tgt.shape[0], 1), BOS, dtype=torch.long), tgt[:, :-1]], dim=1)
-
-
-def copy_encoder_layer_to_torch(mine: EncoderLayer, ref: torch.nn.TransformerEncoderLayer) -> None:
-    """Copy our weights into torch's layer: its in_proj stacks W^Q, W^K, W^V row-wise."""
-    a = mine.self_attn
-    with torch.no_grad():
-        ref.self_attn.in_proj_weight.copy_(torch.cat([a.w_q.weight, a.w_k.weight, a.w_v.weight]))
-        ref.self_attn.in_proj_bias.copy_(torch.cat([a.w_q.bias, a.w_k.bias, a.w_v.bias]))
-        ref.self_attn.out_proj.weight.copy_(a.w_o.weight)
-        ref.self_attn.out_proj.bias.copy_(a.w_o.bias)
-        for name in ("linear1", "linear2"):
-            getattr(ref, name).weight.copy_(getattr(mine.ffn, name).weight)
-            getattr(ref, name).bias.copy_(getattr(mine.ffn, name).bias)
-        for name in ("norm1", "norm2"):
-            getattr(ref, name).weight.copy_(getattr(mine, name).weight)
-            getattr(ref, name).bias.copy_(getattr(mine, name).bias)
-
-
-def torch_encoder_layer(mine: EncoderLayer, d: int, h: int, d_ff: int) -> torch.nn.TransformerEncoderLayer:
-    ref = torch.nn.TransformerEncoderLayer(d, h, d_ff, dropout=0.0, activation="relu",
-                                           batch_first=True, norm_first=mine.norm_first,
-                                           dtype=F64).eval()
-    copy_encoder_layer_to_torch(mine, ref)
-    return ref
 
 
 # ---------------------------------------------------------------- masks and data flow

@@ -1,18 +1,11 @@
-"""Unit tests for snippets/transformer.py that are not page claims: section layout and a
-copy-run of the chapter's sections, formulas checked element by element, the decoder layer
-against PyTorch, the API's edge cases, and bad input. The page claims are in
-tests/test_claims_ch02.py.
+"""Unit tests for snippets/transformer.py that are not page claims: formulas checked element by
+element, the decoder layer against PyTorch, the API's edge cases, and bad input. The page claims
+are in test_ch02_claims.py; the page's code runs as a reader's copy in tests/site/test_pages.py.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import re
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
 
 import pytest
 import torch
@@ -34,16 +27,9 @@ from snippets.transformer import (
     transformer_param_count,
 )
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.reference import gen, torch_decoder_layer
+
 F64 = torch.float64
-MARKER = re.compile(r"^#\s*--8<--\s*\[(start|end):([\w-]+)\]\s*$")
-SECTIONS = ["imports", "positional-encoding", "embedding", "ffn", "encoder-layer", "decoder-layer",
-            "model", "kv-cache", "greedy-decode", "param-count"]
-ATTENTION_SECTIONS = ["imports", "sdpa", "masks", "mha"]   # what the chapter page includes first
-
-
-def gen(seed: int) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
 
 
 def small_model(seed: int = 0, **kwargs) -> Transformer:
@@ -52,65 +38,7 @@ def small_model(seed: int = 0, **kwargs) -> Transformer:
     return Transformer(**{**cfg, **kwargs}).to(F64).eval()
 
 
-def sections_of(path: Path) -> dict[str, str]:
-    sections, current, lines = {}, None, []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        m = MARKER.match(line.strip())
-        if m is None:
-            if current is not None:
-                lines.append(line)
-        elif m.group(1) == "start":
-            assert current is None
-            current, lines = m.group(2), []
-        else:
-            assert current == m.group(2)
-            sections[current] = "\n".join(lines)
-            current = None
-    assert current is None
-    return sections
-
-
 # ---------------------------------------------------------------- sections
-
-def test_section_names_and_imports():
-    sections = sections_of(ROOT / "snippets" / "transformer.py")
-    assert list(sections) == SECTIONS
-    for name, code in sections.items():
-        imports = [line for line in code.splitlines() if re.match(r"\s*(import|from)\s+\w", line)]
-        if name == "imports":
-            assert imports and not any("snippets" in line for line in imports)
-        else:
-            assert not imports, f"section {name!r} imports: {imports}"
-
-
-def test_page_sections_run_in_a_fresh_interpreter(tmp_path):
-    """attention.py's imports/sdpa/masks/mha, then every transformer.py section, as the page shows them."""
-    attention = sections_of(ROOT / "snippets" / "attention.py")
-    transformer = sections_of(ROOT / "snippets" / "transformer.py")
-    program = "\n\n".join([attention[s] for s in ATTENTION_SECTIONS] + [transformer[s] for s in SECTIONS])
-    smoke = textwrap.dedent("""
-        torch.manual_seed(0)
-        model = Transformer(11, 16, 2, 2, 32, dropout=0.0).eval()
-        src = torch.randint(2, 11, (2, 5))
-        mask = padding_mask(torch.tensor([5, 3]), 5)
-        tokens, logits = greedy_decode(model, src, 4, 1, src_mask=mask, return_logits=True)
-        teacher = torch.cat([torch.ones(2, 1, dtype=torch.long), tokens[:, :-1]], dim=1)
-        with torch.no_grad():
-            assert (model(src, teacher, mask) - logits).abs().max() < 1e-5
-        assert count_parameters(model) == transformer_param_count(11, 16, 2, 32)
-        pe = sinusoidal_positional_encoding(50, 16, dtype=torch.float64)
-        assert (pe[:40] @ pe_offset_matrix(10, 16).T - pe[10:]).abs().max() < 1e-12
-        print("ok")
-    """)
-    script = tmp_path / "chapter02_copy_run.py"
-    script.write_text("import sys\nsys.modules['snippets'] = None  # the copy must stand alone\n"
-                      + program + "\n\n" + smoke, encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert proc.stdout.strip() == "ok"
-
 
 # ---------------------------------------------------------------- formulas, element by element
 
@@ -165,20 +93,8 @@ def test_decoder_layer_equals_torch():
     for norm_first in (False, True):
         torch.manual_seed(4)
         mine = DecoderLayer(d, h, d_ff, dropout=0.0, norm_first=norm_first).to(F64).eval()
-        ref = torch.nn.TransformerDecoderLayer(d, h, d_ff, dropout=0.0, batch_first=True,
-                                               norm_first=norm_first, dtype=F64).eval()
+        ref = torch_decoder_layer(mine, d, h, d_ff)
         with torch.no_grad():
-            for ours, theirs in ((mine.self_attn, ref.self_attn), (mine.cross_attn, ref.multihead_attn)):
-                theirs.in_proj_weight.copy_(torch.cat([ours.w_q.weight, ours.w_k.weight, ours.w_v.weight]))
-                theirs.in_proj_bias.copy_(torch.cat([ours.w_q.bias, ours.w_k.bias, ours.w_v.bias]))
-                theirs.out_proj.weight.copy_(ours.w_o.weight)
-                theirs.out_proj.bias.copy_(ours.w_o.bias)
-            for name in ("linear1", "linear2"):
-                getattr(ref, name).weight.copy_(getattr(mine.ffn, name).weight)
-                getattr(ref, name).bias.copy_(getattr(mine.ffn, name).bias)
-            for name in ("norm1", "norm2", "norm3"):
-                getattr(ref, name).weight.copy_(getattr(mine, name).weight)
-                getattr(ref, name).bias.copy_(getattr(mine, name).bias)
             ours = mine(y, memory, causal_mask(m), src_mask)
             # torch masks are the opposite convention: True = may NOT attend
             theirs = ref(y, memory, tgt_mask=~causal_mask(m), memory_key_padding_mask=~src_mask[:, 0])

@@ -1,18 +1,15 @@
-"""命令行：tiny 预设端到端运行，写出的 JSON 通过校验，并能渲染出确定性的图。CUDA 路径只在有 GPU 时运行。"""
+"""命令行：tiny 预设端到端运行，写出的 JSON 通过校验，并能渲染出表。CUDA 路径只在有 GPU 时运行。"""
 
-import json
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-from snippets import figures
-from snippets.probes import results as R
+from sitebuild.render.probe_tables import render_provenance, render_table1
 from snippets.probes.runner import CUDA_WALLTIME, PRESETS, plan_for
-
-ROOT = Path(__file__).resolve().parent.parent
+from snippets.results import REPO_ROOT as ROOT
+from snippets.results import load_all, load_results
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +22,9 @@ def tiny_results(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow  # a whole probe run (tiny preset) in two fresh interpreters
 def test_tiny_preset_writes_valid_results(tiny_results):
-    data = json.loads(tiny_results.read_text(encoding="utf-8"))
-    assert R.validate(data) == []
+    data = load_results(tiny_results)  # validated
     prov = data["provenance"]
     assert prov["command"].startswith("python -m snippets.probes --device cpu --preset tiny")
     assert len(prov["git"]["commit"]) == 40
@@ -37,8 +34,11 @@ def test_tiny_preset_writes_valid_results(tiny_results):
     assert data["probes"]["flops"]["all_equal"] and data["probes"]["paths"]["all_agree"]
 
 
+@pytest.mark.slow
 def test_figures_render_from_tiny_results(tiny_results, tmp_path):
-    figures.render_all(tiny_results.parent, tmp_path, renderers=[figures.render_table1, figures.render_provenance])
+    results = load_all(tiny_results.parent)
+    render_table1(results, tmp_path)
+    render_provenance(results, tmp_path)
     assert "GPU: pending" in (tmp_path / "table1-measured.md").read_text(encoding="utf-8")
     assert "cpu-tiny.json" in (tmp_path / "provenance.md").read_text(encoding="utf-8")
 

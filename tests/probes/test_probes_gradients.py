@@ -4,7 +4,8 @@ import math
 
 import pytest
 
-from snippets.probes.gradients import fit_slope, grad_norms, run
+from snippets.probes.fit import semilog10_fit as fit_slope
+from snippets.probes.gradients import grad_norms, run
 
 
 @pytest.mark.parametrize("rho", [0.9, 1.0, 1.1])
@@ -14,7 +15,7 @@ def test_linear_rnn_slope_is_log10_rho(rho):
     ks = list(range(1, 151))
     fit = fit_slope(ks, [norms[k] for k in ks])
     assert abs(fit["slope"] - math.log10(rho)) < 1e-9
-    for k in (0, 10, 100):  # ‖(Wᵀ)^k u‖ = ρ^k（Q 正交，u 为单位向量）
+    for k in (0, 10, 100):  # ‖(W^k)ᵀ u‖ = ρ^k（Q 正交，u 为单位向量）
         assert norms[k] == pytest.approx(rho**k, rel=1e-9)
 
 

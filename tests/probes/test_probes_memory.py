@@ -4,7 +4,6 @@ import pytest
 import torch
 
 from snippets.probes.memory import (
-    attention_matrix_bytes,
     measure,
     naive_peak_closed_form,
 )
@@ -23,27 +22,9 @@ def test_naive_attention_peak_equals_closed_form(n):
 def test_sdpa_and_online_softmax_stay_below_one_nxn_matrix(n):
     rows = {r["method"]: r for r in measure(n, 64, block=256)}
     one = n * n * 4
-    assert "online" in rows, "snippets.attention.online_softmax_attention 不可用"
     assert rows["sdpa"]["peak_bytes"] < one
     assert rows["online"]["peak_bytes"] < one
     assert rows["naive"]["peak_bytes"] > 2 * one
-
-
-@pytest.mark.claim(
-    "ch01-c14",
-    paper="§4 Table 1",
-    text="一个 n×n 注意力矩阵占 n²·b 字节：n = 512、fp32 为 1,048,576 B（1 MiB）；"
-    "n = 131072（128K）时 fp32 为 64 GiB、2 字节类型为 32 GiB",
-)
-def test_attention_matrix_bytes():
-    assert attention_matrix_bytes(512, 4) == torch.empty(512, 512, dtype=torch.float32).nbytes == 1_048_576
-    assert attention_matrix_bytes(512, 2) == torch.empty(512, 512, dtype=torch.float16).nbytes == 524_288
-    assert attention_matrix_bytes(1024, 4) == torch.empty(1024, 1024, dtype=torch.float32).nbytes == 4_194_304
-    assert attention_matrix_bytes(1024, 2) == torch.empty(1024, 1024, dtype=torch.bfloat16).nbytes == 2_097_152
-    assert attention_matrix_bytes(131072, 4) == 64 * 2**30
-    assert attention_matrix_bytes(131072, 2) == 32 * 2**30
-    assert round(attention_matrix_bytes(128000, 4) / 2**30, 2) == 61.04
-    assert round(attention_matrix_bytes(128000, 2) / 2**30, 2) == 30.52
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")

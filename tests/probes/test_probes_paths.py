@@ -58,7 +58,8 @@ def test_recurrent_path_is_n_cell_applications(kind, n):
     res = measure_depth(kind, n)
     _check(res)
     assert res["depth"] == n  # 1 次读入 x₁ + (n − 1) 次循环跳
-    assert res["rounds_equal_sequential"] == 0.0  # n 轮同步计算 = 顺序实现，逐元素相同
+    # n 轮同步计算 = 顺序实现（一轮是一次批量为 n 的单元调用，矩阵乘的舍入可差 1 ulp）
+    assert res["rounds_equal_sequential"] < 1e-14
 
 
 def test_ceil_log_is_exact_integer_arithmetic():

@@ -16,11 +16,13 @@ def test_critical_path_constant_for_attention_and_conv_linear_for_recurrent():
         a, b = trace_layer(kind, 16), trace_layer(kind, 64)
         assert a["critical_path"] == b["critical_path"], kind
         assert a["critical_path_compute"] == b["critical_path_compute"], kind
-    for kind, expect in (("rnn", 3), ("lstm", 9)):
+    # the page's cells: RNN h_prev @ W_hhᵀ → + x_t W_xhᵀ → + b → tanh is 4 nodes per step;
+    # LSTM: mm → + → + b → chunk → σ(f) → f ⊙ c → + i ⊙ g → tanh(c) → o ⊙ … is 10
+    for kind, expect in (("rnn", 4), ("lstm", 10)):
         rows = [trace_layer(kind, n) for n in (4, 8, 12)]
         rule = per_step(rows)
         assert rule["linear"], (kind, rule)
-        assert rule["per_step"] == expect, (kind, rule)  # Elman：mm → add → tanh
+        assert rule["per_step"] == expect, (kind, rule)
         assert [r["critical_path"] for r in rows] == [expect * n + rule["intercept"] for n in (4, 8, 12)]
 
 

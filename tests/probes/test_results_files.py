@@ -1,63 +1,45 @@
-"""结果文件的模式：没有出处的文件被拒绝；提交的 results/cpu-*.json 通过。"""
+"""Results files: every committed file validates against its JSON Schema; invalid data is never
+written, and an invalid file is never read (the error names the file and the field)."""
 
 import copy
 import json
-from pathlib import Path
 
 import pytest
 
-from snippets.probes import results as R
+from snippets.probes.results import KIND
+from snippets.results import RESULTS_DIR, ResultsError, device_tag, errors, load_all, load_results, write_results
 
-ROOT = Path(__file__).resolve().parent.parent
-COMMITTED = sorted((ROOT / "results").glob("cpu-*.json"))
-
-
-def _probe_files():
-    return [p for p in COMMITTED if R.is_probe_results(json.loads(p.read_text(encoding="utf-8")))]
+COMMITTED = sorted(RESULTS_DIR.glob("*.json"))
 
 
-def test_a_full_cpu_results_file_is_committed():
-    files = _probe_files()
-    assert files, "results/cpu-<tag>.json (a full run of python -m snippets.probes) is missing"
-    assert any(json.loads(p.read_text(encoding="utf-8"))["preset"] == "full" for p in files)
-
-
-@pytest.mark.parametrize("path", _probe_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", COMMITTED, ids=lambda p: p.name)
 def test_committed_results_validate(path):
-    data = R.load(path)
-    assert R.validate(data) == []
-    prov = data["provenance"]
-    assert path.stem == prov["tag"]
-    assert prov["device"]["type"] == "cpu"
-    assert data["probes"]["flops"]["all_equal"] is True
-    assert data["probes"]["paths"]["all_agree"] is True
-    # 每个计时点都保存了每一轮的原始样本
-    reps = data["probes"]["walltime"]["plan"]["repeats"]
-    for s in data["probes"]["walltime"]["series"]:
-        for p in s["points"]:
-            assert len(p["samples_s"]) == reps
+    data = load_results(path)  # raises ResultsError when invalid
+    assert data["provenance"]["torch_version"] and len(data["provenance"]["git"]["commit"]) == 40
+
+
+def test_a_full_cpu_probe_run_is_committed():
+    probes = [r for r in load_all() if r["kind"] == KIND]
+    assert any(r["preset"] == "full" and r["provenance"]["device"]["type"] == "cpu" for r in probes)
+    for r in probes:
+        assert r["_file"] == f"results/{r['provenance']['tag']}.json"
+        assert r["probes"]["flops"]["all_equal"] is True
+        assert r["probes"]["paths"]["all_agree"] is True
 
 
 @pytest.fixture(scope="module")
 def good():
-    files = _probe_files()
-    if not files:
-        pytest.skip("no committed results file")
-    return R.load(files[0])
+    return next(r for r in load_all() if r["kind"] == KIND)
 
 
-def test_rejects_missing_provenance(good):
+def test_rejects_missing_or_incomplete_provenance(good):
     bad = copy.deepcopy(good)
     del bad["provenance"]
-    errs = R.validate(bad)
-    assert errs and "provenance" in errs[0]
-
-
-@pytest.mark.parametrize("field", ["device", "git", "date_utc", "command", "torch_version", "dtypes"])
-def test_rejects_incomplete_provenance(good, field):
-    bad = copy.deepcopy(good)
-    del bad["provenance"][field]
-    assert any(field in e for e in R.validate(bad))
+    assert errors(bad) == ["$.provenance: missing (a results file without provenance is rejected)"]
+    for field in ("device", "git", "date_utc", "command", "torch_version", "dtypes"):
+        bad = copy.deepcopy(good)
+        del bad["provenance"][field]
+        assert any(field in e for e in errors(bad)), field
 
 
 def test_rejects_bad_values(good):
@@ -68,34 +50,44 @@ def test_rejects_bad_values(good):
         for key in path[:-1]:
             target = target[key]
         target[path[-1]] = value
-        assert R.validate(bad), path
+        assert any(e.startswith("$.provenance." + ".".join(path)) for e in errors(bad)), path
     bad = copy.deepcopy(good)
     bad["probes"]["walltime"]["threads"] = 2
-    assert any("1 thread" in e for e in R.validate(bad))
+    assert any("1 thread" in e for e in errors(bad))
     bad = copy.deepcopy(good)
     bad["probes"]["walltime"]["series"][0]["points"][0]["samples_s"].pop()
-    assert any("samples" in e for e in R.validate(bad))
+    assert any("samples_s" in e and "repeats" in e for e in errors(bad))
     bad = copy.deepcopy(good)
     del bad["probes"]["walltime"]
-    assert R.validate(bad)
-
-
-def test_rejects_cuda_claims_without_cuda_events(good):
+    assert any("walltime" in e for e in errors(bad))
     bad = copy.deepcopy(good)
-    bad["provenance"]["device"]["type"] = "cuda"
-    bad["provenance"]["tag"] = "cuda-fake"
-    assert any("cuda.Event" in e for e in R.validate(bad))
+    bad["provenance"]["device"]["type"] = "cuda"  # a CUDA file must carry a cuda- tag and event timing
+    assert any(e.startswith("$.provenance.tag") for e in errors(bad))
+    assert any("cuda.Event" in e for e in errors({**bad, "provenance": {**bad["provenance"], "tag": "cuda-x"}}))
 
 
-def test_schema_helper_subset():
-    assert R.schema_errors(3, {"type": "integer", "minimum": 0}) == []
-    assert R.schema_errors(True, {"type": "integer"})  # bool 不是整数
-    assert R.schema_errors({"a": 1}, {"type": "object", "required": ["b"]})
-    assert R.schema_errors("x", {"enum": ["y"]})
-    assert R.schema_errors([], {"type": "array", "minItems": 1})
+def test_invalid_data_is_never_written_and_never_read(good, tmp_path):
+    bad = copy.deepcopy(good)
+    del bad["probes"]["flops"]["rows"][0]["counted"]
+    out = tmp_path / "cpu-x.json"
+    with pytest.raises(ResultsError) as info:
+        write_results(bad, out)
+    assert str(out) in str(info.value) and "$.probes.flops.rows[0]" in str(info.value)
+    assert not out.exists()
+    out.write_text(json.dumps(bad), encoding="utf-8")  # a file edited by hand
+    with pytest.raises(ResultsError, match=r"cpu-x\.json.*rows\[0\]"):
+        load_all(tmp_path)
+    (tmp_path / "cpu-x.json").write_text("{not json", encoding="utf-8")
+    with pytest.raises(ResultsError, match="unreadable"):
+        load_all(tmp_path)
+
+
+def test_unknown_kind_names_the_missing_schema(good):
+    with pytest.raises(ResultsError, match="no schema for kind 'no-such-kind'"):
+        errors({**good, "kind": "no-such-kind"})
 
 
 def test_device_tag():
-    assert R.device_tag({"type": "cpu", "name": "Intel(R) Xeon(R) Processor"}) == "cpu-intel-xeon-processor"
-    assert R.device_tag({"type": "cuda", "name": "NVIDIA H200"}) == "cuda-nvidia-h200"
-    assert R.device_tag({"type": "cpu", "name": "AMD EPYC 7B13 64-Core Processor"}) == "cpu-amd-epyc-7b13-64-core-processor"
+    assert device_tag({"type": "cpu", "name": "Intel(R) Xeon(R) Processor"}) == "cpu-intel-xeon-processor"
+    assert device_tag({"type": "cuda", "name": "NVIDIA H200"}) == "cuda-nvidia-h200"
+    assert device_tag({"type": "cpu", "name": "AMD EPYC 7B13 64-Core Processor"}) == "cpu-amd-epyc-7b13-64-core-processor"

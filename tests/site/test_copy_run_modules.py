@@ -8,17 +8,13 @@ imported, and (3) that each section runs with only the sections its module docst
 says it needs.
 """
 
-import os
 import re
-import subprocess
-import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
-MARKER = re.compile(r"^#\s*--8<--\s*\[(start|end):([\w-]+)\]\s*$")
+from tests.support.copyrun import run_fresh
+from tests.support.sections import ROOT, parse_sections
 
 SECTIONS = {
     "attention": ["imports", "sdpa", "masks", "mha", "restricted", "online-softmax"],
@@ -90,38 +86,6 @@ SMOKE = {
 }
 
 
-def parse_sections(path):
-    """[(name, code)] in file order, from the marker lines; checks that markers pair up."""
-    sections, current, lines = [], None, []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        m = MARKER.match(line.strip())
-        if m is None:
-            if current is not None:
-                lines.append(line)
-            continue
-        kind, name = m.groups()
-        if kind == "start":
-            assert current is None, f"{path.name}:{number}: [start:{name}] inside [start:{current}]"
-            current, lines = name, []
-        else:
-            assert current == name, f"{path.name}:{number}: [end:{name}] does not close [start:{current}]"
-            sections.append((name, "\n".join(lines)))
-            current = None
-    assert current is None, f"{path.name}: [start:{current}] is never closed"
-    return sections
-
-
-def run_fresh(code, tmp_path):
-    """Run code in a new interpreter, cwd = an empty temp dir, with `snippets` unimportable."""
-    script = tmp_path / "snippet_copy_run.py"  # not "copy.py": that would shadow the stdlib
-    script.write_text("import sys\nsys.modules['snippets'] = None  # the copy must stand alone\n" + code + "\n",
-                      encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    proc = subprocess.run([sys.executable, str(script)], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-
-
 @pytest.mark.parametrize("module", SECTIONS)
 def test_section_names_are_exact(module):
     sections = parse_sections(ROOT / "snippets" / f"{module}.py")
@@ -129,7 +93,13 @@ def test_section_names_are_exact(module):
     assert set(NEEDS[module]) | {"imports"} == set(SECTIONS[module])
 
 
-@pytest.mark.parametrize("module", SECTIONS)
+# every reader module with sections (probes and experiments import freely: readers do not copy them)
+MODULES = sorted(p.stem for p in (ROOT / "snippets").glob("*.py") if parse_sections(p))
+# what a page must include before a module's sections (they use these names without importing them)
+PREFIX = {"transformer": [("attention", ["imports", "sdpa", "masks", "mha"])]}
+
+
+@pytest.mark.parametrize("module", MODULES)
 def test_imports_section_holds_every_import(module):
     for name, code in parse_sections(ROOT / "snippets" / f"{module}.py"):
         imports = [line for line in code.splitlines() if re.match(r"\s*(import|from)\s+\w", line)]
@@ -139,12 +109,14 @@ def test_imports_section_holds_every_import(module):
             assert not imports, f"section {name!r} imports: {imports}"
 
 
-@pytest.mark.parametrize("module", SECTIONS)
+@pytest.mark.parametrize("module", MODULES)
 def test_all_sections_in_file_order_run_by_themselves(module, tmp_path):
     sections = parse_sections(ROOT / "snippets" / f"{module}.py")
-    program = "\n\n".join(code for _, code in sections)
-    smoke = "\n".join(textwrap.dedent(SMOKE[name]) for name, _ in sections if name != "imports")
-    run_fresh(program + "\n\n" + smoke + "\nprint('ok')", tmp_path)
+    prefix = [dict(parse_sections(ROOT / "snippets" / f"{m}.py"))[name] for m, names in PREFIX.get(module, [])
+              for name in names]
+    program = "\n\n".join(prefix + [code for _, code in sections])
+    smoke = "\n".join(textwrap.dedent(SMOKE[name]) for name, _ in sections if name in SMOKE)
+    assert run_fresh(program + "\n\n" + smoke + "\nprint('ok')", tmp_path).strip() == "ok"
 
 
 def test_each_section_runs_with_only_what_it_needs(tmp_path):

@@ -1,18 +1,21 @@
-"""图：同样的输入渲染两次逐字节相同；无结果时写占位文件；调色板在亮/暗背景上都可读。"""
+"""Rendering results → docs/generated/: byte-identical twice, placeholders without results, an invalid
+results file stops the run, readable colours on both palettes, GPU columns only from GPU files."""
 
 import hashlib
 import json
 from pathlib import Path
 
-import pytest
+from sitebuild import figures
+from sitebuild.figures import OUT_DIR as GENERATED
+from sitebuild.render import style
+from sitebuild.render.probe_select import probe_results
+from snippets.results import RESULTS_DIR, load_all
 
-from snippets import figures, plotstyle
-
-ROOT = Path(__file__).resolve().parent.parent
 EXPECTED = {
     "flops-vs-n.svg", "walltime-vs-n.svg", "path-length.svg", "memory-vs-n.svg", "gradient-decay.svg",
     "table1-measured.md", "flops-table.md", "memory-table.md", "gradient-table.md", "walltime-slopes.md",
-    "sequential-dependency.md", "provenance.md",
+    "sequential-dependency.md", "provenance.md", "attn-encoder-self.svg", "attn-decoder-masked.svg",
+    "attn-cross.svg", "copy-task.md",
 }
 
 
@@ -20,14 +23,13 @@ def _digests(out: Path) -> dict:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(out.iterdir())}
 
 
-def test_rendering_committed_results_twice_is_byte_identical(tmp_path):
-    if not figures.probe_results(figures.load_results(ROOT / "results")):
-        pytest.skip("no committed probe results")
-    figures.render_all(ROOT / "results", tmp_path / "a")
-    figures.render_all(ROOT / "results", tmp_path / "b")
-    a, b = _digests(tmp_path / "a"), _digests(tmp_path / "b")
+def test_rendering_committed_results_is_byte_identical_to_the_site(tmp_path):
+    """A fresh render equals docs/generated/ (made by `make figures` before the tests) byte for byte."""
+    figures.render_all(RESULTS_DIR, tmp_path / "a")
+    a = _digests(tmp_path / "a")
     assert EXPECTED <= set(a)
-    assert a == b
+    site = {name: digest for name, digest in _digests(GENERATED).items() if name in a}
+    assert site == a, "docs/generated/ differs from a fresh render: run `make figures` (or rendering is not deterministic)"
     svg = (tmp_path / "a" / "flops-vs-n.svg").read_text(encoding="utf-8")
     assert "<text" in svg or "font-family" in svg  # 文字是文字（svg.fonttype = none）
     assert "dc:date" not in svg.lower()
@@ -36,44 +38,37 @@ def test_rendering_committed_results_twice_is_byte_identical(tmp_path):
 
 def test_empty_results_still_write_every_file(tmp_path):
     (tmp_path / "res").mkdir()
-    (tmp_path / "res" / "copy-task.json").write_text(json.dumps({"kind": "copy-task"}), encoding="utf-8")
     figures.render_all(tmp_path / "res", tmp_path / "out")
     assert EXPECTED <= set(_digests(tmp_path / "out"))
     assert "尚无测量结果" in (tmp_path / "out" / "table1-measured.md").read_text(encoding="utf-8")
+    assert "尚无测量结果" in (tmp_path / "out" / "copy-task.md").read_text(encoding="utf-8")
 
 
-def test_renderers_have_the_documented_signature():
-    import inspect
-
-    for fn in figures.RENDERERS:
-        assert list(inspect.signature(fn).parameters) == ["results", "out_dir"]
+def test_an_invalid_results_file_stops_the_run(tmp_path, capsys):
+    (tmp_path / "res").mkdir()
+    (tmp_path / "res" / "copy-task.json").write_text(json.dumps({"kind": "copy-task"}), encoding="utf-8")
+    assert figures.main(["--results", str(tmp_path / "res"), "--out", str(tmp_path / "out")]) == 1
+    err = capsys.readouterr().err
+    assert "copy-task.json" in err and "$.provenance" in err
+    assert not (tmp_path / "out").exists()
 
 
 def test_palette_readable_on_light_and_dark_backgrounds():
-    for color in [*plotstyle.PALETTE, plotstyle.TEXT_COLOR]:
-        assert plotstyle.contrast_ratio(color, plotstyle.LIGHT_BACKGROUND) >= 3.0, color
-        assert plotstyle.contrast_ratio(color, plotstyle.DARK_BACKGROUND) >= 3.0, color
-
-
-def test_plotstyle_rcparams():
-    rc = plotstyle.RC_PARAMS
-    assert rc["svg.fonttype"] == "none" and rc["svg.hashsalt"]
-    assert plotstyle.FONT_FAMILY[-1] == "sans-serif"
-    assert rc["savefig.transparent"] is True
+    for color in [*style.PALETTE, style.TEXT_COLOR]:
+        assert style.contrast_ratio(color, style.LIGHT_BACKGROUND) >= 3.0, color
+        assert style.contrast_ratio(color, style.DARK_BACKGROUND) >= 3.0, color
 
 
 def test_gpu_column_group_replaces_pending_when_cuda_results_exist(tmp_path):
     """合成的（synthetic）GPU 结果只存在于临时目录，用来走通渲染代码；从不写进 results/。"""
-    cpu = [r for r in figures.probe_results(figures.load_results(ROOT / "results"))
-           if r["provenance"]["device"]["type"] == "cpu"]
-    if not cpu:
-        pytest.skip("no committed probe results")
+    cpu = [r for r in probe_results(load_all()) if r["provenance"]["device"]["type"] == "cpu"]
     res = tmp_path / "res"
     res.mkdir()
     base = {k: v for k, v in cpu[0].items() if k != "_file"}
     (res / "cpu-a.json").write_text(json.dumps(base), encoding="utf-8")
     fake = json.loads(json.dumps(base))
     fake["provenance"]["device"] = {"type": "cuda", "name": "SYNTHETIC TEST GPU", "threads": 1, "driver": "0"}
+    fake["provenance"]["command"] = "python -m snippets.probes --device cuda"
     fake["provenance"]["tag"] = "cuda-synthetic-test"
     wt = fake["probes"]["walltime"]
     wt["timer"] = "torch.cuda.Event(enable_timing=True)"

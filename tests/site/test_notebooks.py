@@ -8,7 +8,7 @@ import nbclient
 import nbformat
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "docs/notebooks").glob("*.ipynb"))
 
 
@@ -17,6 +17,7 @@ def test_each_chapter_has_a_notebook():
     assert {"ch01-experiments.ipynb", "ch02-experiments.ipynb"} <= names
 
 
+@pytest.mark.slow  # starts a Jupyter kernel per notebook
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.name for p in NOTEBOOKS])
 def test_notebook_executes(path):
     nb = nbformat.read(path, as_version=4)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = sorted((ROOT / ".github/workflows").glob("*.yml"))
 BIN = Path(sys.executable).parent
 
@@ -18,8 +19,27 @@ def _tool(name: str) -> str:
     return str(path) if path.exists() else shutil.which(name)
 
 
-def test_the_three_workflows_exist():
-    assert {p.name for p in WORKFLOWS} == {"ci.yml", "gpu.yml", "pages.yml"}
+def test_ci_runs_the_one_entry_point():
+    """ci.yml runs .ci/run, which runs the README's test command: one CI entry point, no drift."""
+    ci = (ROOT / ".github/workflows/ci.yml").read_text(encoding="utf-8")
+    assert re.search(r"run: bash \.ci/run$", ci, re.M)
+    assert "apt-get" not in ci and "make test" not in ci
+    assert (ROOT / ".ci/run").read_text(encoding="utf-8").rstrip().endswith("make test")
+    assert "make test " in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_no_build_step_uses_a_test_file():
+    """Nothing in snippets/ or sitebuild/ imports tests; no Makefile, mkdocs or workflow line names tests/
+    except the pytest command lines themselves."""
+    for path in [*(ROOT / "snippets").rglob("*.py"), *(ROOT / "sitebuild").rglob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            assert not any(n == "tests" or n.startswith("tests.") for n in names), path
+    for path in [ROOT / "Makefile", ROOT / "mkdocs.yml", ROOT / "mkdocs-offline.yml", *WORKFLOWS]:
+        lines = [ln for ln in path.read_text(encoding="utf-8").splitlines()
+                 if re.search(r"\btests\b", ln) and "pytest" not in ln and not ln.lstrip().startswith("#")]
+        assert lines == [], (path.name, lines)
 
 
 def test_actionlint_finds_nothing():
