@@ -17,7 +17,7 @@ VENV_STAMP := $(VENV)/.stamp-installed
 NODE_STAMP := node_modules/.stamp-installed
 KATEX_STAMP := $(KATEX_DIR)/.stamp-copied
 
-.PHONY: setup figures build serve test probes offline audit clean
+.PHONY: setup figures build serve test test-fast probes experiments copy-task offline audit clean
 
 setup: $(VENV_STAMP) $(NODE_STAMP) $(KATEX_STAMP)
 
@@ -42,10 +42,9 @@ $(KATEX_STAMP): $(NODE_STAMP)
 	cp node_modules/katex/dist/fonts/*.woff2 $(KATEX_DIR)/fonts/
 	touch $@
 
-# results/*.json -> docs/generated/ (figures, measured tables, the verification page).
+# results/*.json -> docs/generated/ (figures, measured tables, the claims page).
 figures: $(VENV_STAMP)
-	$(PY) -m snippets.figures
-	$(PY) -m snippets.verification
+	$(PY) -m sitebuild.figures
 
 build: setup figures
 	$(VENV)/bin/mkdocs build --strict
@@ -53,23 +52,34 @@ build: setup figures
 serve: build
 	$(VENV)/bin/mkdocs serve --dev-addr $(HOST):$(PORT)
 
-# The whole suite: unit and claim tests, the docs' code blocks, the built site in Chromium.
+# The whole suite: unit and claim tests, the docs' code blocks, training smoke runs, the built site in Chromium.
 test: setup figures
 	$(VENV)/bin/pytest --codeblocks tests docs
+
+# Everything but the browser and the training runs (no Chromium needed).
+test-fast: setup figures
+	$(VENV)/bin/pytest --codeblocks tests docs -m "not browser and not slow"
 
 # Measurements (wall time is measured here, never asserted in a test).
 probes: $(VENV_STAMP)
 	$(PY) -m snippets.probes --device $(DEVICE) --preset $(PRESET)
 
+# Every experiment in snippets/experiments/ (training runs on the CPU): results/<kind>.json.
+experiments: $(VENV_STAMP)
+	$(PY) -m snippets.experiments --preset $(PRESET)
+
+copy-task: $(VENV_STAMP)
+	$(PY) -m snippets.experiments.copy_task --preset $(PRESET)
+
 clean:
-	rm -rf site site-offline dist docs/generated $(KATEX_DIR) test-output lighthouse .pytest_cache .hypothesis
+	rm -rf site site-offline dist docs/generated $(KATEX_DIR) test-output lighthouse .pytest_cache
 
 # The offline edition: site-offline/ (open index.html from disk, search included) and
 # dist/site-offline.zip. Built from mkdocs-offline.yml (Material's offline plugin).
 offline: setup figures
-	$(PY) tests/browser_helpers.py offline
+	$(PY) -m sitebuild.offline
 
 # Lighthouse on every chapter page of a fresh local build: lighthouse/<page>.json and
 # lighthouse/summary.md. A benchmark on this machine, not a test.
 audit: setup figures
-	$(PY) tests/browser_helpers.py audit
+	$(PY) -m sitebuild.audit
