@@ -245,7 +245,7 @@ def offline_site(tmp_path_factory) -> Path:
     """The offline edition of a tiny site (the real configs, two chapters), zipped as `make offline`
     does and unzipped elsewhere. The real site's content is checked on the served build above."""
     tmp = tmp_path_factory.mktemp("offline")
-    root = tiny_site(tmp / "src", {"index.md": "# 首页\n\n离线版。\n",
+    root = tiny_site(tmp / "src", {"index.md": "# 首页\n\n离线版：$e^{i\\pi}+1=0$。\n",
                                    "ch1.md": TINY_CHAPTER.format(n=1), "ch2.md": TINY_CHAPTER.format(n=2)})
     zip_path = tmp / "dist" / "site-offline.zip"
     proc = build_offline(tmp / "site-offline", zip_path, config_dir=root)

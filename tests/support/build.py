@@ -28,6 +28,7 @@ def tiny_site(where: Path, pages: dict[str, str]) -> Path:
     (docs / "includes").mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "docs/jieba-dict.txt", docs / "jieba-dict.txt")
     shutil.copy(ROOT / "docs/includes/abbreviations.md", docs / "includes/abbreviations.md")
+    shutil.copytree(ROOT / "docs/assets", docs / "assets", dirs_exist_ok=True)  # KaTeX, CSS, katex-init.js
     for name, text in pages.items():
         (docs / name).write_text(text, encoding="utf-8")
     nav = "\n".join(f"  - {name}" for name in pages)

@@ -78,3 +78,8 @@ def torch_lstm(ours, dtype=F64) -> torch.nn.LSTM:
         ref.bias_ih_l0.copy_(cell.b)
         ref.bias_hh_l0.zero_()
     return ref
+
+
+def rand(*shape, seed: int = 0, dtype=F64) -> torch.Tensor:
+    """Standard-normal tensor from its own seeded generator (float64 unless told)."""
+    return torch.randn(*shape, generator=gen(seed), dtype=dtype)
