@@ -1,0 +1,94 @@
+"""第 03 章的实验图表：results/additive-vs-dot.json → docs/generated/。
+
+- additive-vs-dot.svg  两幅并排的折线图：横轴 d_k（对数刻度），纵轴是第 early_step 步与训练结束时的
+                       测试准确率（各种子的均值，竖线是最小值到最大值）；四种打分方式各一条线
+- additive-vs-dot.md   同样的数字，外加初始化时与训练后进入 softmax 的 logits 标准差、初始最大注意力权重
+
+没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sitebuild.render.style import (NO_RESULTS, PALETTE, caption, md_caption, md_table, new_figure,
+                                    of_kind, placeholder_svg, save_svg, write_text)
+
+KIND = "additive-vs-dot"
+SVG, MD = "additive-vs-dot.svg", "additive-vs-dot.md"
+LABELS = {
+    "additive": "加性（带偏置 b_h）",
+    "additive-nobias": "加性（无偏置，Bahdanau 原式）",
+    "dot-unscaled": "点积，不缩放",
+    "dot-scaled": "点积，除以 √d_k",
+}
+MARKERS = {"additive": "o", "additive-nobias": "v", "dot-unscaled": "s", "dot-scaled": "D"}
+STYLES = {"additive": "-", "additive-nobias": "-", "dot-unscaled": "--", "dot-scaled": ":"}  # 两条点积线常重合：用线型区分
+
+
+def _pick(results: list[dict]) -> dict | None:
+    """优先 full 预设，其次 quick；tiny 只用于测试，不上页面。"""
+    mine = [r for r in of_kind(results, KIND) if r.get("preset") != "tiny"]
+    mine.sort(key=lambda r: (r.get("preset") != "full", r.get("_file", "")))
+    return mine[0] if mine else None
+
+
+def render_figure(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results)
+    if r is None:
+        placeholder_svg(out_dir, SVG, "加性注意力与点积注意力：查表任务的准确率")
+        return
+    cfg = r["config"]
+    fig, axes = new_figure(8.0, 3.9, ncols=2, sharey=True)
+    panels = ((axes[0], "early_accuracy", f"训练 {cfg['early_step']} 步后"),
+              (axes[1], "accuracy", f"训练 {cfg['steps']} 步后（结束）"))
+    for ax, key, title in panels:
+        for i, mech in enumerate(cfg["mechanisms"]):
+            rows = sorted((s for s in r["summary"] if s["mechanism"] == mech), key=lambda s: s["d_k"])
+            x = [s["d_k"] for s in rows]
+            mean = [s[f"{key}_mean"] for s in rows]
+            if key == "accuracy":
+                lo = [s["accuracy_mean"] - s["accuracy_min"] for s in rows]
+                hi = [s["accuracy_max"] - s["accuracy_mean"] for s in rows]
+            else:
+                lo = [s["early_accuracy_mean"] - s["early_accuracy_min"] for s in rows]
+                hi = [0.0 for _ in rows]
+            ax.errorbar(x, mean, yerr=[lo, hi], label=LABELS[mech], color=PALETTE[i], marker=MARKERS[mech],
+                        linestyle=STYLES[mech], capsize=3)
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(cfg["d_k_values"], [str(d) for d in cfg["d_k_values"]])
+        ax.set_xlabel("d_k（加性注意力：隐藏层宽度 d_h）")
+        ax.set_title(title)
+        ax.set_ylim(0.0, 1.02)
+    axes[0].set_ylabel(f"测试准确率（{len(cfg['seeds'])} 个种子的均值）")
+    axes[1].legend(loc="upper right", bbox_to_anchor=(1.0, 0.9), fontsize=8)
+    fig.text(0.01, -0.02, caption(r), fontsize=7, ha="left", va="top")
+    save_svg(fig, out_dir / SVG)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def render_table(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results)
+    if r is None:
+        write_text(out_dir, MD, NO_RESULTS)
+        return
+    cfg = r["config"]
+    head = ["d_k", "打分方式", f"第 {cfg['early_step']} 步准确率", "最终准确率（最小–最大）",
+            "初始 logits 标准差", "初始最大权重", "训练后 logits 标准差"]
+    rows = []
+    for s in sorted(r["summary"], key=lambda s: (s["d_k"], cfg["mechanisms"].index(s["mechanism"]))):
+        rows.append([s["d_k"], LABELS[s["mechanism"]], _pct(s["early_accuracy_mean"]),
+                     f"{_pct(s['accuracy_mean'])}（{_pct(s['accuracy_min'])}–{_pct(s['accuracy_max'])}）",
+                     f"{s['init_logit_std_mean']:.2f}", f"{s['init_max_weight_mean']:.2f}",
+                     f"{s['final_logit_std_mean']:.2f}"])
+    t = r["task"]
+    setup = (f"任务：{t['n_pairs']} 对键–值，键 ∈ ℝ^{t['d_in']}，{t['n_classes']} 个类别；"
+             f"{cfg['optimizer']}，学习率 {cfg['lr']}，批大小 {cfg['batch_size']}，{cfg['steps']} 步，"
+             f"种子 {cfg['seeds']}，测试集 {cfg['eval_size']} 个样本；单线程 CPU。\n\n")
+    write_text(out_dir, MD, setup + md_table(head, rows) + "\n" + md_caption(r))
+
+
+RENDERERS = [render_figure, render_table]
