@@ -1,0 +1,172 @@
+"""第 05 章的实验图表：results/depth-gradients.json 与 results/postln-warmup.json → docs/generated/。
+
+- depth-gradients.svg  左：初始化时逐层参数梯度范数（Xavier 初始化，6 层与 12 层，Post-LN 与 Pre-LN）；
+                       右：12 层栈里残差流的均方根随层号的变化
+- depth-gradients.md   逐层数字（Xavier 初始化）和首末层之比（两种初始化）
+- postln-warmup.svg    四种条件（Post/Pre-LN × 有无预热）的训练损失曲线，每个种子一条细线
+- postln-warmup.md     每种条件「学会 / 没学会 / 发散」的种子数和末尾损失
+
+没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sitebuild.render.style import (NO_RESULTS, PALETTE, TEXT_COLOR, caption, md_caption, md_table, new_figure,
+                                    of_kind, placeholder_svg, save_svg, write_text)
+
+DEPTH_KIND, WARMUP_KIND = "depth-gradients", "postln-warmup"
+NORM_LABEL = {"post": "Post-LN", "pre": "Pre-LN"}
+NORM_COLOR = {"post": PALETTE[1], "pre": PALETTE[0]}
+INIT_LABEL = {"xavier": "Xavier 均匀初始化", "torch-default": "PyTorch 默认初始化"}
+
+
+def _pick(results: list[dict], kind: str) -> dict | None:
+    """优先 full 预设，其次 quick；tiny 只用于测试，不上页面。"""
+    mine = [r for r in of_kind(results, kind) if r.get("preset") != "tiny"]
+    mine.sort(key=lambda r: (r.get("preset") != "full", r.get("_file", "")))
+    return mine[0] if mine else None
+
+
+def _row(r: dict, init: str, depth: int, norm: str) -> dict | None:
+    for row in r["rows"]:
+        if (row["init"], row["depth"], row["norm"]) == (init, depth, norm):
+            return row
+    return None
+
+
+# ---------------------------------------------------------------------------- gradient norms
+def render_depth_figure(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results, DEPTH_KIND)
+    if r is None:
+        placeholder_svg(out_dir, "depth-gradients.svg", "初始化时的逐层梯度范数")
+        return
+    depths = sorted(r["config"]["depths"])
+    fig, (left, right) = new_figure(8.6, 3.8, ncols=2)
+    for norm in ("post", "pre"):
+        for depth in depths:
+            row = _row(r, "xavier", depth, norm)
+            if row is None:
+                continue
+            layers = list(range(1, depth + 1))
+            deepest = depth == depths[-1]
+            left.plot(layers, row["param_grad"], color=NORM_COLOR[norm], marker="o" if deepest else "s",
+                      linestyle="-" if deepest else "--", markersize=4 if deepest else 3,
+                      label=f"{NORM_LABEL[norm]}，{depth} 层")
+    left.set_xlabel("层号 l（1 = 最靠近输入）")
+    left.set_ylabel("‖∂L/∂θ_l‖（第 l 层全部参数）")
+    left.set_title("初始化时的逐层参数梯度范数")
+    left.set_ylim(bottom=0)
+    left.legend(fontsize=8)
+    deepest = depths[-1]
+    for norm in ("post", "pre"):
+        row = _row(r, "xavier", deepest, norm)
+        if row is not None:
+            right.plot(range(deepest + 1), row["stream_rms"], color=NORM_COLOR[norm], marker="o", markersize=4,
+                       label=NORM_LABEL[norm])
+    right.set_xlabel("层号 l（0 = 输入 x_0）")
+    right.set_ylabel("残差流 x_l 的均方根")
+    right.set_title(f"{deepest} 层栈里残差流的大小")
+    right.set_ylim(bottom=0)
+    right.legend(fontsize=8)
+    seeds = len(r["config"]["seeds"])
+    fig.text(0.01, -0.02, f"Xavier 初始化，float64，{seeds} 个种子的平均。" + caption(r),
+             fontsize=7, ha="left", va="top", color=TEXT_COLOR)
+    save_svg(fig, out_dir / "depth-gradients.svg")
+
+
+def render_depth_table(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results, DEPTH_KIND)
+    if r is None:
+        write_text(out_dir, "depth-gradients.md", NO_RESULTS)
+        return
+    cfg = r["config"]
+    depths = sorted(cfg["depths"])
+    cols = [(depth, norm) for depth in depths for norm in ("post", "pre")]
+    head = ["层号 l"] + [f"{NORM_LABEL[n]} · {d} 层" for d, n in cols]
+    rows = []
+    for layer in range(max(depths)):
+        cells = [str(layer + 1)]
+        for depth, norm in cols:
+            row = _row(r, "xavier", depth, norm)
+            cells.append(f"{row['param_grad'][layer]:.4f}" if row and layer < depth else "")
+        rows.append(cells)
+    ratio_head = ["初始化", "层数", "Post-LN：末层 / 首层", "Pre-LN：末层 / 首层", "Pre-LN 栈顶残差流均方根"]
+    ratio_rows = []
+    for init in cfg["inits"]:
+        for depth in depths:
+            post, pre = _row(r, init, depth, "post"), _row(r, init, depth, "pre")
+            ratio_rows.append([INIT_LABEL[init], depth,
+                               f"{post['param_grad'][-1] / post['param_grad'][0]:.2f}",
+                               f"{pre['param_grad'][-1] / pre['param_grad'][0]:.2f}",
+                               f"{pre['stream_rms'][-1]:.2f}"])
+    setup = (f"设置：d_model = {cfg['d_model']}，h = {cfg['num_heads']}，d_ff = {cfg['d_ff']}，"
+             f"批 {cfg['batch']} × 长度 {cfg['n']}，输入元素 ~ N(0, 1)，随机目标上的交叉熵，"
+             f"{cfg['dtype']}，dropout 0，种子 {cfg['seeds']} 的平均。\n\n"
+             "**逐层参数梯度范数 ‖∂L/∂θ_l‖（Xavier 初始化）**\n\n")
+    text = (setup + md_table(head, rows) + "\n**首末层之比与残差流的增长**\n\n"
+            + md_table(ratio_head, ratio_rows) + "\n" + md_caption(r))
+    write_text(out_dir, "depth-gradients.md", text)
+
+
+# ---------------------------------------------------------------------------- warm-up probe
+CONDITION_LABEL = {("post", False): "Post-LN，不预热", ("post", True): "Post-LN，预热",
+                   ("pre", False): "Pre-LN，不预热", ("pre", True): "Pre-LN，预热"}
+CONDITION_STYLE = {("post", False): (PALETTE[3], "-"), ("post", True): (PALETTE[1], "--"),
+                   ("pre", False): (PALETTE[0], "-"), ("pre", True): (PALETTE[4], ":")}
+
+
+def render_warmup_figure(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results, WARMUP_KIND)
+    if r is None:
+        placeholder_svg(out_dir, "postln-warmup.svg", "Post-LN 有无学习率预热的训练曲线")
+        return
+    cfg = r["config"]
+    lr = max(cfg["lrs"])
+    fig, ax = new_figure(7.0, 4.0)
+    for cond, label in CONDITION_LABEL.items():
+        color, style = CONDITION_STYLE[cond]
+        runs = [x for x in r["runs"] if (x["norm"], x["warmup"]) == cond and x["lr"] == lr]
+        for i, run in enumerate(runs):
+            steps = [p["step"] for p in run["curve"]]
+            losses = [p["loss"] for p in run["curve"]]
+            ax.plot(steps, losses, color=color, linestyle=style, linewidth=1.1, alpha=0.85,
+                    label=label if i == 0 else None)
+    ax.axhline(cfg["chance_loss"], color=TEXT_COLOR, linewidth=0.8, linestyle="-.")
+    ax.text(cfg["steps"], cfg["chance_loss"] + 0.05, "ln V：均匀猜测", ha="right", va="bottom", fontsize=8)
+    ax.axvline(cfg["warmup_steps"], color=TEXT_COLOR, linewidth=0.8, linestyle=":")
+    ax.text(cfg["warmup_steps"] + 2, 0.15, "预热结束", fontsize=8, va="bottom")
+    ax.set_xlabel("训练步数")
+    ax.set_ylabel("训练损失（每步一个新批）")
+    ax.set_title(f"{cfg['num_layers']} 层编码器、峰值学习率 {lr:g}：每个种子一条线")
+    ax.set_ylim(0, cfg["chance_loss"] + 0.5)
+    ax.legend(fontsize=8, loc="center right")
+    fig.text(0.01, -0.02, caption(r), fontsize=7, ha="left", va="top", color=TEXT_COLOR)
+    save_svg(fig, out_dir / "postln-warmup.svg")
+
+
+def render_warmup_table(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results, WARMUP_KIND)
+    if r is None:
+        write_text(out_dir, "postln-warmup.md", NO_RESULTS)
+        return
+    cfg = r["config"]
+    head = ["峰值学习率", "条件", "学会（末尾损失 < %g）" % cfg["learned_below"],
+            "没学会（> %.3f）" % cfg["stuck_above"], "发散（NaN）", "末尾损失中位数（最小–最大）"]
+    rows = []
+    for s in r["summary"]:
+        spread = ("—" if s["final_loss_median"] is None else
+                  f"{s['final_loss_median']:.3f}（{s['final_loss_min']:.3f}–{s['final_loss_max']:.3f}）")
+        rows.append([f"{s['lr']:g}", CONDITION_LABEL[(s["norm"], s["warmup"])],
+                     f"{s['n_learned']} / {s['n_seeds']}", f"{s['n_stuck']} / {s['n_seeds']}",
+                     f"{s['n_diverged']} / {s['n_seeds']}", spread])
+    setup = (f"设置：{cfg['num_layers']} 层编码器，d_model = {cfg['d_model']}，h = {cfg['num_heads']}，"
+             f"d_ff = {cfg['d_ff']}，词表 {cfg['vocab']}，长度 {cfg['n']}，批 {cfg['batch']}；任务：反序；"
+             f"Adam（β = {tuple(cfg['betas'])}，ε = {cfg['eps']:g}），{cfg['steps']} 步；"
+             f"预热：前 {cfg['warmup_steps']} 步线性升到峰值，之后不变；"
+             f"末尾损失 = 最后 {cfg['tail']} 步的平均；种子 {cfg['seeds']}；单线程 CPU。\n\n")
+    write_text(out_dir, "postln-warmup.md", setup + md_table(head, rows) + "\n" + md_caption(r))
+
+
+RENDERERS = [render_depth_figure, render_depth_table, render_warmup_figure, render_warmup_table]

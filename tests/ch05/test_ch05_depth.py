@@ -1,0 +1,286 @@
+"""Claims of chapter 05 about residual connections and depth: the identity path, the residual stream,
+pre-LN vs post-LN gradient norms at initialisation (results/depth-gradients.json) and the warm-up
+probe (results/postln-warmup.json). The committed numbers are recomputed from the reader code
+(snippets/transformer.py, snippets/norms.py) where that is cheap; the training runs are checked
+against the thresholds the page states, and a tiny preset runs end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from snippets.experiments import depth_gradients as DG
+from snippets.experiments import postln_warmup as PW
+from snippets.norms import layernorm_jacobian
+from snippets.results import load_results
+from snippets.transformer import EncoderLayer, PositionwiseFeedForward
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPTH = ROOT / "results" / "depth-gradients.json"
+WARMUP = ROOT / "results" / "postln-warmup.json"
+from tests.support.reference import rand
+
+F64 = torch.float64
+
+
+
+def stack(depth, norm_first, seed=0, d=16, h=2, d_ff=64):
+    torch.manual_seed(seed)
+    return torch.nn.ModuleList(
+        EncoderLayer(d, h, d_ff, dropout=0.0, norm_first=norm_first) for _ in range(depth)).to(F64).eval()
+
+
+def run_stack(layers, x):
+    for layer in layers:
+        x = layer(x)
+    return x
+
+
+# ---------------------------------------------------------------------------- residual connections
+@pytest.mark.claim("ch05-residual-jacobian", paper="§3.1",
+                   text="残差块 x + FFN(x) 的雅可比是 I + W2·diag(1[W1x+b1>0])·W1，与自动求导一致（< 1e-12）")
+def test_residual_block_jacobian_is_identity_plus_branch():
+    torch.manual_seed(0)
+    ffn = PositionwiseFeedForward(8, 32, dropout=0.0).to(F64).eval()
+    x = rand(8, seed=1)
+    auto = torch.autograd.functional.jacobian(lambda v: v + ffn(v), x)
+    w1, b1, w2 = ffn.linear1.weight, ffn.linear1.bias, ffn.linear2.weight
+    active = ((w1 @ x + b1) > 0).to(F64)                         # ReLU 的导数：0 或 1
+    closed = torch.eye(8, dtype=F64) + w2 @ torch.diag(active) @ w1
+    assert (auto - closed).abs().max().item() < 1e-12
+    # 反向传播：输入梯度 = 输出梯度 + 支路的贡献；支路为 0 时梯度原样通过
+    g = rand(8, seed=2)
+    assert ((closed.T @ g) - (g + (w2 @ torch.diag(active) @ w1).T @ g)).abs().max().item() < 1e-12
+
+
+@pytest.mark.claim("ch05-identity-path", paper="§3.1",
+                   text="子层输出全为 0 时，Pre-LN 栈的雅可比恰是 I；Post-LN 栈的是各层 LayerNorm 雅可比的乘积，会把 1 方向送到 0")
+def test_identity_path_pre_ln_vs_post_ln():
+    d, depth = 16, 4
+    x = rand(1, 3, d, seed=3) * 2.0 + 0.5
+    jacobians = {}
+    for norm_first in (True, False):
+        layers = stack(depth, norm_first, d=d)
+        with torch.no_grad():                                    # 把每个子层的最后一个线性层清零
+            for layer in layers:
+                for lin in (layer.self_attn.w_o, layer.ffn.linear2):
+                    lin.weight.zero_()
+                    lin.bias.zero_()
+        def position_1(u, layers=layers):                        # 只让第 1 个位置变化
+            return run_stack(layers, torch.cat([x[:, :1], u.view(1, 1, d), x[:, 2:]], dim=1))[0, 1]
+
+        jacobians[norm_first] = torch.autograd.functional.jacobian(position_1, x[0, 1])   # (d, d)
+    eye = torch.eye(d, dtype=F64)
+    assert (jacobians[True] - eye).abs().max().item() < 1e-12
+    u = x[0, 1]
+    expected = layernorm_jacobian(u, eps=1e-5)                   # 第一层之后输入已是 LN 输出
+    u_ln = torch.nn.functional.layer_norm(u, (d,), eps=1e-5)
+    for _ in range(2 * depth - 1):                               # 每层两个子层，各一个 LN
+        expected = layernorm_jacobian(u_ln, eps=1e-5) @ expected
+        u_ln = torch.nn.functional.layer_norm(u_ln, (d,), eps=1e-5)
+    assert (jacobians[False] - expected).abs().max().item() < 1e-12
+    assert (jacobians[False] @ torch.ones(d, dtype=F64)).abs().max().item() < 1e-12
+
+
+@pytest.mark.claim("ch05-residual-sum", paper="§3.1",
+                   text="Pre-LN 栈的残差流 x_L 恰等于 x_0 加上全部 2N 个子层输出之和")
+def test_pre_ln_stream_is_the_sum_of_all_sublayer_outputs():
+    layers = stack(5, norm_first=True, seed=4)
+    outputs = []
+    hooks = [m.register_forward_hook(lambda mod, inp, out: outputs.append(out[0] if isinstance(out, tuple) else out))
+             for layer in layers for m in (layer.self_attn, layer.ffn)]
+    x0 = rand(2, 6, 16, seed=5)
+    x_last = run_stack(layers, x0)
+    for hk in hooks:
+        hk.remove()
+    assert len(outputs) == 10
+    assert (x_last - (x0 + sum(outputs))).abs().max().item() < 1e-12
+    # Post-LN 没有这个性质
+    post = stack(5, norm_first=False, seed=4)
+    outputs.clear()
+    hooks = [m.register_forward_hook(lambda mod, inp, out: outputs.append(out[0] if isinstance(out, tuple) else out))
+             for layer in post for m in (layer.self_attn, layer.ffn)]
+    y = run_stack(post, x0)
+    for hk in hooks:
+        hk.remove()
+    assert (y - (x0 + sum(outputs))).abs().max().item() > 0.1
+
+
+@pytest.mark.claim("ch05-preln-placement", paper="§3.1",
+                   text="Pre-LN 把 LayerNorm 放在子层之前、残差相加之外：输出是 x + F(LN(x))，不是 LN(x) + F(LN(x))")
+def test_pre_ln_puts_the_norm_before_the_sublayer_not_before_the_add():
+    torch.manual_seed(6)
+    layer = EncoderLayer(16, 2, 64, dropout=0.0, norm_first=True).to(F64).eval()
+    x = rand(2, 5, 16, seed=7) * 3.0 + 1.0
+
+    def attn(h):
+        return layer.self_attn(h, h, h)[0]
+
+    a = x + attn(layer.norm1(x))                                 # 正确的 Pre-LN
+    right = a + layer.ffn(layer.norm2(a))
+    n1 = layer.norm1(x)
+    b = n1 + attn(n1)                                            # 误读：残差也从 LN(x) 取
+    n2 = layer.norm2(b)
+    wrong = n2 + layer.ffn(n2)
+    out = layer(x)
+    assert (out - right).abs().max().item() < 1e-12
+    assert (out - wrong).abs().max().item() > 0.5
+
+
+# ---------------------------------------------------------------------------- gradient norms at init
+@pytest.fixture(scope="module")
+def depth_results():
+    data = load_results(DEPTH)
+    assert data["preset"] == "full"
+    return data
+
+
+def row(data, init, depth, norm):
+    (r,) = [r for r in data["rows"] if (r["init"], r["depth"], r["norm"]) == (init, depth, norm)]
+    return r
+
+
+@pytest.mark.claim("ch05-grad-exact", paper="§3.1", results="results/depth-gradients.json",
+                   text="逐层梯度范数是确定的：float64、固定种子下用读者代码重算，与结果文件相对误差 < 1e-9")
+def test_committed_gradient_norms_are_recomputed(depth_results):
+    torch.set_num_threads(1)
+    assert depth_results["config"]["d_model"] == DG.MODEL["d_model"]
+    assert depth_results["config"]["seeds"] == DG.PRESETS["full"]["seeds"]
+    for depth in (6, 12):
+        for norm in ("post", "pre"):
+            committed = row(depth_results, "xavier", depth, norm)["per_seed"][0]
+            assert committed["seed"] == 0
+            fresh = DG.measure(depth, norm, "xavier", 0)
+            for key in ("param_grad", "input_grad", "stream_rms"):
+                assert len(fresh[key]) == len(committed[key])
+                for a, b in zip(fresh[key], committed[key]):
+                    assert a == pytest.approx(b, rel=1e-9)
+
+
+@pytest.mark.slow
+def test_committed_means_are_the_means_of_all_seeds(depth_results):
+    torch.set_num_threads(1)
+    r = row(depth_results, "xavier", 12, "post")
+    curves = DG.mean_curves([DG.measure(12, "post", "xavier", s) for s in depth_results["config"]["seeds"]])
+    for a, b in zip(curves["param_grad"], r["param_grad"]):
+        assert a == pytest.approx(b, rel=1e-9)
+
+
+@pytest.mark.claim("ch05-grad-postln-rises", paper="§3.1", results="results/depth-gradients.json",
+                   text="Xavier 初始化下，Post-LN 的逐层参数梯度范数随层号上升：12 层时最上一层是最下一层的 1.5 倍以上，6 层时 1.2 倍以上")
+def test_post_ln_gradients_grow_towards_the_output(depth_results):
+    for depth, factor in ((12, 1.5), (6, 1.2)):
+        g = row(depth_results, "xavier", depth, "post")["param_grad"]
+        assert len(g) == depth
+        assert g[-1] > factor * g[0]
+        assert g[-1] == max(g) or g[-1] > 0.95 * max(g)
+
+
+@pytest.mark.claim("ch05-grad-preln-falls", paper="§3.1", results="results/depth-gradients.json",
+                   text="同样设置下 Pre-LN 的逐层参数梯度范数随层号下降（12 层时最上一层不到最下一层的 0.6 倍），没有向输出端聚集")
+def test_pre_ln_gradients_do_not_pile_up_at_the_output(depth_results):
+    for depth in (6, 12):
+        g = row(depth_results, "xavier", depth, "pre")["param_grad"]
+        assert all(a > b for a, b in zip(g, g[1:]))
+    g12 = row(depth_results, "xavier", 12, "pre")["param_grad"]
+    assert g12[-1] < 0.6 * g12[0]
+    post12 = row(depth_results, "xavier", 12, "post")["param_grad"]
+    assert g12[-1] < post12[-1] / 2                              # 输出端：Pre-LN 远小于 Post-LN
+
+
+@pytest.mark.claim("ch05-grad-init-dependence", paper="§3.1", results="results/depth-gradients.json",
+                   text="换成 PyTorch 默认初始化（子层输出更小），Post-LN 的梯度曲线几乎是平的（12 层首末之比在 0.9–1.1 之间）：这个现象依赖初始化")
+def test_the_post_ln_profile_depends_on_the_initialisation(depth_results):
+    g = row(depth_results, "torch-default", 12, "post")["param_grad"]
+    assert 0.9 < g[-1] / g[0] < 1.1
+    assert max(g) / min(g) < 1.1
+
+
+@pytest.mark.claim("ch05-stream-growth", paper="§3.1", results="results/depth-gradients.json",
+                   text="Pre-LN 残差流的均方根随深度增长（12 层从 1 升到 3 以上，均方根的平方近似随层数线性增长）；Post-LN 每层输出的均方根恒为 1")
+def test_pre_ln_residual_stream_grows_with_depth(depth_results):
+    pre = row(depth_results, "xavier", 12, "pre")["stream_rms"]
+    post = row(depth_results, "xavier", 12, "post")["stream_rms"]
+    assert len(pre) == len(post) == 13
+    assert all(a < b for a, b in zip(pre, pre[1:])) and pre[-1] > 3.0
+    assert all(abs(v - 1.0) < 1e-3 for v in post[1:])
+    # 均方根的平方对层号做最小二乘直线拟合，R² > 0.98
+    ls = torch.arange(13, dtype=F64)
+    sq = torch.tensor(pre, dtype=F64) ** 2
+    design = torch.stack([torch.ones_like(ls), ls], dim=1)
+    coef = torch.linalg.lstsq(design, sq.unsqueeze(1)).solution.squeeze(1)
+    resid = sq - design @ coef
+    r2 = 1 - (resid ** 2).sum() / ((sq - sq.mean()) ** 2).sum()
+    assert r2.item() > 0.98 and coef[1].item() > 0
+
+
+def test_depth_gradients_tiny_preset_runs(tmp_path):
+    out = tmp_path / "depth.json"
+    assert DG.main(["--preset", "tiny", "--out", str(out)]) == 0
+    data = load_results(out)
+    assert data["kind"] == DG.KIND and len(data["rows"]) == 2
+    assert all(len(r["param_grad"]) == 2 and len(r["stream_rms"]) == 3 for r in data["rows"])
+
+
+# ---------------------------------------------------------------------------- warm-up probe
+@pytest.fixture(scope="module")
+def warmup_results():
+    data = load_results(WARMUP)
+    assert data["preset"] == "full"
+    return data
+
+
+def summary(data, norm, warmup, lr=1e-2):
+    (s,) = [s for s in data["summary"] if (s["norm"], s["warmup"], s["lr"]) == (norm, warmup, lr)]
+    return s
+
+
+@pytest.mark.claim("ch05-warmup-postln", paper="§5.3", results="results/postln-warmup.json",
+                   text="峰值学习率 1e-2、6 个种子：Post-LN 不预热至少 5 个种子停在均匀猜测附近（末尾损失 > 0.9·ln 16），预热 50 步后至少 5 个学会（< 0.5）；Pre-LN 不预热也至少 5 个学会")
+def test_committed_warmup_results_meet_the_stated_thresholds(warmup_results):
+    cfg = warmup_results["config"]
+    full = PW.PRESETS["full"]
+    assert (cfg["steps"], cfg["warmup_steps"], cfg["seeds"], cfg["lrs"]) == (
+        full["steps"], full["warmup_steps"], full["seeds"], full["lrs"])
+    assert cfg["betas"] == [0.9, 0.98] and cfg["eps"] == 1e-9 and cfg["num_layers"] == 6
+    assert cfg["stuck_above"] == pytest.approx(0.9 * math.log(16))
+    assert len(full["seeds"]) == 6
+    post_cold, post_warm = summary(warmup_results, "post", False), summary(warmup_results, "post", True)
+    pre_cold = summary(warmup_results, "pre", False)
+    assert post_cold["n_seeds"] == post_warm["n_seeds"] == pre_cold["n_seeds"] == 6
+    assert post_cold["n_stuck"] >= 5
+    assert post_warm["n_learned"] >= 5
+    assert pre_cold["n_learned"] >= 5
+    # 每条记录的标记与它自己的末尾损失一致
+    for r in warmup_results["runs"]:
+        if not r["diverged"]:
+            assert r["stuck"] == (r["final_loss"] > cfg["stuck_above"])
+            assert r["learned"] == (r["final_loss"] < cfg["learned_below"])
+
+
+def test_learning_rate_schedule():
+    assert PW.learning_rate(1, 1e-2, 50) == pytest.approx(2e-4)
+    assert PW.learning_rate(50, 1e-2, 50) == pytest.approx(1e-2)
+    assert PW.learning_rate(200, 1e-2, 50) == pytest.approx(1e-2)
+    assert PW.learning_rate(1, 1e-2, 0) == pytest.approx(1e-2)
+
+
+def test_postln_warmup_tiny_preset_runs(tmp_path):
+    out = tmp_path / "warmup.json"
+    assert PW.main(["--preset", "tiny", "--out", str(out)]) == 0
+    data = load_results(out)
+    assert data["kind"] == PW.KIND and len(data["runs"]) == 4 and len(data["summary"]) == 4
+    assert json.loads(out.read_text(encoding="utf-8"))["provenance"]["device"]["type"] == "cpu"
+
+
+@pytest.mark.slow
+def test_one_committed_training_run_is_reproduced(warmup_results):
+    torch.set_num_threads(1)
+    committed = [r for r in warmup_results["runs"] if (r["norm"], r["warmup"], r["seed"]) == ("post", True, 0)][0]
+    fresh = PW.run_one("post", True, committed["lr"], 0, PW.PRESETS["full"])
+    assert fresh["final_loss"] == pytest.approx(committed["final_loss"], rel=1e-6, abs=1e-6)
