@@ -23,6 +23,7 @@ from snippets.attention import (
 )
 from snippets.lstm import LSTMCell, cell_state_jacobians
 from snippets.rnn import RNNCell, RNNLayer, bptt_jacobian, gradient_norms
+from snippets.probes.fit import semilog10_fit
 from snippets.probes.gradients import orthogonal
 from snippets.probes.memory import attention_matrix_bytes
 from snippets.transformer import (
@@ -199,10 +200,8 @@ def test_c03_sufficient_condition_for_vanishing():
     norms = gradient_norms(hs, w, 100)  # (100,)
     k = torch.arange(1, 101, dtype=F64)
     assert bool((norms <= 0.9**k * (1 + 1e-9)).all())
-    # least-squares slope of ln ‖J_k‖ against k
-    logn = torch.log(norms)
-    slope = (((k - k.mean()) * (logn - logn.mean())).sum() / ((k - k.mean()) ** 2).sum()).item()
-    assert slope <= math.log(0.9)
+    # least-squares slope of log₁₀ ‖J_k‖ against k (the probes' fit)
+    assert semilog10_fit(k.tolist(), norms.tolist())["slope"] <= math.log10(0.9)
 
 
 @pytest.mark.claim("ch01-c04", paper="§1; Pascanu et al. 2013 §2.1",
@@ -373,7 +372,7 @@ def test_c07_one_layer_connects_first_and_last_position():
 
 
 @pytest.mark.claim("ch01-c07b", paper="§3.2.1 Eq. (1); §4",
-                   text="一跳梯度闭式 ∂y_n/∂x_1 = α_{n1}[W_V + (v_1 − y_n) q_nᵀ W_K / √d_k] 与自动求导差 < 1e-12（n = 32）；n = 1 时多出的查询项 Σ_j α_1j (v_j − y_1) k_jᵀ W_Q / √d_k 也一致")
+                   text="一跳梯度闭式 ∂y_i/∂x_j = α_ij[W_V + (v_j − y_i) q_iᵀ W_K / √d_k]（i ≠ j，取 i = n、j = 1，n = 32）与自动求导差 < 1e-12；i = j 时多出的查询项 Σ_l α_il (v_l − y_i) k_lᵀ W_Q / √d_k 也一致")
 def test_c07b_one_hop_gradient_closed_form():
     n, d, d_k = 32, 16, 8
     w_q, w_k, w_v = single_head(d, d_k, seed=1, scale=2.0)
@@ -394,7 +393,7 @@ def test_c07b_one_hop_gradient_closed_form():
                         + torch.linalg.vector_norm(v[0] - y) * torch.linalg.vector_norm(w_k.T @ q[-1]) / math.sqrt(d_k))
     assert torch.linalg.matrix_norm(auto, ord=2).item() <= bound.item() + 1e-12
 
-    # n = 1 (the query's own input): q_1 depends on x_1 too, which adds Σ_j α_1j (v_j − y_1) k_jᵀ W_Q / √d_k
+    # i = j = 1 (the query's own input): q_1 depends on x_1 too, which adds Σ_l α_1l (v_l − y_1) k_lᵀ W_Q / √d_k
     auto_1 = torch.autograd.functional.jacobian(lambda x1: attend(torch.cat([x1[None], x[1:]]), w_q, w_k, w_v)[0], x[0])
     a1 = torch.softmax(q[0] @ k.T / math.sqrt(d_k), dim=-1)  # (n,)
     y1 = a1 @ v
@@ -429,7 +428,7 @@ def test_c15_uniform_attention_dilutes_by_one_over_n():
 
 
 @pytest.mark.claim("ch01-perm-equivariance", paper="§3.5 (why positional encodings)",
-                   text="没有位置编码与掩码时，多头自注意力对输入排列等变：MHA(PX) = P·MHA(X)")
+                   text="没有位置编码、也没有掩码时（编码器的自注意力），多头自注意力对输入排列等变：MHA(PX) = P·MHA(X)")
 def test_attention_without_positions_is_permutation_equivariant():
     torch.manual_seed(0)
     n, d = 10, 16
@@ -521,7 +520,7 @@ def _softmax_jacobian_fro(s: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.claim("ch01-softmax-saturation", paper="§3.2.1",
-                   text="softmax 雅可比 diag(α) − ααᵀ：分数标准差从 1 增大到 √512 ≈ 22.6 时，其 Frobenius 范数的中位数缩小到 1/10 以下，超过 30% 的行 < 1e-3（n = 64）")
+                   text="softmax 雅可比 diag(α) − ααᵀ：分数标准差从 1 增大到 √512 ≈ 22.6 时，其 Frobenius 范数的中位数缩小到 1/10 以下，超过 30% 的分数行的雅可比范数 < 1e-3（n = 64）")
 def test_softmax_saturation_shrinks_the_jacobian():
     n = 64
     z = torch.randn(4000, n, generator=gen(13), dtype=F64)
@@ -632,8 +631,31 @@ def test_online_softmax_equals_naive_attention():
     assert torch.isfinite(out).all() and (out - ref).abs().max().item() < 1e-12
 
 
+@pytest.mark.claim("ch01-attn-compute-crossover", paper="§4 (Table 1); §3.3 (d_ff)",
+                   text="一层编码器（d_ff = 4d）里，注意力的混合项 4n²d 超过全部线性部分（4 个投影 8nd² 与 FFN 16nd²）恰在 n > 6d；d = 4096 时约 24576 个位置")
+def test_attention_mixing_outweighs_the_linear_parts_beyond_six_d():
+    from snippets.ffn import encoder_layer_flops
+    from snippets.probes.facts import LAYERS
+    from snippets.transformer import EncoderLayer
+
+    d, h = 16, 2
+    for n in (6 * d - 1, 6 * d, 6 * d + 1):
+        closed = encoder_layer_flops(n, d, 4 * d)
+        mixing = LAYERS["attention_core"].flops(n, d)
+        linear = closed["total"] - mixing
+        assert (mixing > linear) == (n > 6 * d)
+        assert (mixing == linear) == (n == 6 * d)
+    # the closed form is what the reader's layer actually does
+    torch.manual_seed(0)
+    layer = EncoderLayer(d, h, 4 * d, dropout=0.0).eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        layer(torch.randn(1, 6 * d, d))
+    assert counter.get_total_flops() == encoder_layer_flops(6 * d, d, 4 * d)["total"]
+    assert_states(CH01, "n>6d", f"{6 * 4096}")
+
+
 @pytest.mark.claim("ch01-kv-cache-bytes", paper="§3.2.3; §6.1 (inference)",
-                   text="KV 缓存 2·L·n·d_kv·b 字节：32 层、d_kv=4096、fp16、n=128K 为 64 GiB，d_kv=1024（GQA）为 16 GiB；实际缓存逐步按此增长")
+                   text="KV 缓存 2·N·n·d_kv·b 字节：32 层、d_kv=4096、fp16、n=128K 为 64 GiB，d_kv=1024（GQA）为 16 GiB；实际缓存逐步按此增长")
 def test_kv_cache_bytes():
     def kv_bytes(layers, n, d_kv, b):
         return 2 * layers * n * d_kv * b
@@ -674,7 +696,7 @@ def test_sliding_window_span_and_path_length():
 
 
 @pytest.mark.claim("ch01-linear-scan", paper="§1 (sequential computation); 2026 view",
-                   text="线性递推 h_t = a_t⊙h_{t−1} + b_t 可用并行前缀扫描在 ⌈log₂ n⌉ 轮内算完，与逐步循环一致（n = 1000）")
+                   text="对角线性递推 h_t = a_t⊙h_{t−1} + b_t（仿射映射的复合满足结合律）可用并行前缀扫描在 ⌈log₂ n⌉ 轮内算完，与逐步循环一致（n = 1000）")
 def test_linear_recurrence_parallel_scan():
     n, d = 1000, 8
     g = gen(18)

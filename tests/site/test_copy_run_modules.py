@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from tests.support.copyrun import run_fresh
+from tests.support.copyrun import run_fresh, run_fresh_each
 from tests.support.sections import ROOT, parse_sections
 
 SECTIONS = {
@@ -109,14 +109,16 @@ def test_imports_section_holds_every_import(module):
             assert not imports, f"section {name!r} imports: {imports}"
 
 
-@pytest.mark.parametrize("module", MODULES)
-def test_all_sections_in_file_order_run_by_themselves(module, tmp_path):
-    sections = parse_sections(ROOT / "snippets" / f"{module}.py")
-    prefix = [dict(parse_sections(ROOT / "snippets" / f"{m}.py"))[name] for m, names in PREFIX.get(module, [])
-              for name in names]
-    program = "\n\n".join(prefix + [code for _, code in sections])
-    smoke = "\n".join(textwrap.dedent(SMOKE[name]) for name, _ in sections if name in SMOKE)
-    assert run_fresh(program + "\n\n" + smoke + "\nprint('ok')", tmp_path).strip() == "ok"
+def test_all_sections_in_file_order_run_by_themselves(tmp_path):
+    """Each module's sections in file order (after what its pages include first), plus its smoke checks."""
+    programs = {}
+    for module in MODULES:
+        sections = parse_sections(ROOT / "snippets" / f"{module}.py")
+        prefix = [dict(parse_sections(ROOT / "snippets" / f"{m}.py"))[name] for m, names in PREFIX.get(module, [])
+                  for name in names]
+        smoke = "\n".join(textwrap.dedent(SMOKE[name]) for name, _ in sections if name in SMOKE)
+        programs[module] = "\n\n".join(prefix + [code for _, code in sections]) + "\n\n" + smoke
+    run_fresh_each(programs, tmp_path)
 
 
 def test_each_section_runs_with_only_what_it_needs(tmp_path):

@@ -12,7 +12,7 @@ import re
 
 import pytest
 
-from tests.support.copyrun import run_fresh
+from tests.support.copyrun import run_fresh_each
 from tests.support.sections import DOCS, ROOT, page_code_includes, pages_with_code, parse_sections, section
 
 PAGES = pages_with_code()
@@ -20,14 +20,19 @@ FENCE = re.compile(r"^(\s*)```(?:python|py)\b[^\n]*\n(.*?)^\1```", re.M | re.S)
 PASTE_RUN = 4  # this many consecutive non-trivial lines of a section, found in a page fence, is a paste
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(DOCS).as_posix() for p in PAGES])
-def test_page_code_runs_by_itself(page, tmp_path):
-    includes = page_code_includes(page)
-    # Only whole-section includes are runnable programs; a page must not include a
-    # section twice (it would show the reader the same code twice).
-    assert all(name for _, name in includes), "include named sections, not whole modules"
-    assert len(set(includes)) == len(includes), "a section is included twice on this page"
-    run_fresh("\n\n".join(section(path, name) for path, name in includes), tmp_path)
+def test_page_code_runs_by_itself(tmp_path):
+    """Every page's includes, in page order, as one program each (one interpreter, a namespace per page)."""
+    programs = {}
+    for page in PAGES:
+        includes = page_code_includes(page)
+        label = page.relative_to(DOCS).as_posix()
+        # Only whole-section includes are runnable programs; a page must not include a
+        # section twice (it would show the reader the same code twice).
+        assert all(name for _, name in includes), f"{label}: include named sections, not whole modules"
+        assert len(set(includes)) == len(includes), f"{label}: a section is included twice"
+        programs[label] = "\n\n".join(section(path, name) for path, name in includes)
+    assert len(programs) >= 4  # chapters 01, 02, 03, 05 at least
+    run_fresh_each(programs, tmp_path)
 
 
 def _significant(lines):

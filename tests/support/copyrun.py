@@ -22,3 +22,28 @@ def run_fresh(code: str, tmp_path: Path, timeout: int = 300) -> str:
                           capture_output=True, text=True, timeout=timeout)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return proc.stdout
+
+
+RUNNER = '''
+import sys, traceback
+sys.modules["snippets"] = None  # every copy must stand alone
+failed = []
+for label, code in PROGRAMS:
+    try:
+        exec(compile(code, label, "exec"), {"__name__": "__main__"})  # a fresh namespace per program
+    except BaseException:
+        failed.append(label)
+        print(f"--- {label}", file=sys.stderr)
+        traceback.print_exc()
+print("failed:", failed)
+sys.exit(1 if failed else 0)
+'''
+
+
+def run_fresh_each(programs: dict[str, str], tmp_path: Path, timeout: int = 600) -> str:
+    """Run each program in its own namespace, all in one new interpreter (torch is imported once).
+
+    Same isolation from the repository as :func:`run_fresh`; on failure the message names
+    every program that failed, with its traceback.
+    """
+    return run_fresh(f"PROGRAMS = {list(programs.items())!r}\n" + RUNNER, tmp_path, timeout)
