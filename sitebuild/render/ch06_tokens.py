@@ -1,0 +1,127 @@
+"""第 06 章的图表：results/embedding-scale.json 与 results/vocab-sweep.json → docs/generated/。
+
+- embedding-scale.svg  三种初始化的训练损失曲线（各种子的均值，对数纵轴）
+- embedding-scale.md   每种初始化：嵌入/位置编码范数之比、初始 logits 标准差、初始与最终损失、贪心准确率
+- bpe-agreement.md     从零写的 BPE 与 tokenizers 库：合并列表是否逐条相同、并列步数、编码与还原
+- vocab-sweep.svg      词表大小与每句平均词元数：英文、中文，字符级基本符号与字节级基本符号
+- vocab-sweep.md       同样的数字，外加每句的字符数、UTF-8 字节数、空格分隔的词数
+
+没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sitebuild.render.style import (NO_RESULTS, PALETTE, caption, md_caption, md_table, new_figure,
+                                    of_kind, placeholder_svg, save_svg, write_text)
+
+INIT_LABELS = {
+    "t2t": "N(0, 1/d) 且 ×√d（tensor2tensor）",
+    "unit": "N(0, 1) 且 ×√d（nn.Embedding 默认）",
+    "unit-noscale": "N(0, 1)，不乘 √d",
+}
+LANG_LABELS = {"en": "英文", "zh": "中文"}
+CORPUS_LABELS = {"en": "英文 81 句", "zh": "中文 81 句", "tiefree": "无并列语料（英文词表）"}
+
+
+def _pick(results: list[dict], kind: str) -> dict | None:
+    """优先 full 预设，其次 quick；tiny 只用于测试，不上页面。"""
+    mine = [r for r in of_kind(results, kind) if r.get("preset") != "tiny"]
+    mine.sort(key=lambda r: (r.get("preset") != "full", r.get("_file", "")))
+    return mine[0] if mine else None
+
+
+def render_scale_figure(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results, "embedding-scale")
+    if r is None:
+        placeholder_svg(out_dir, "embedding-scale.svg", "共享嵌入的初始化尺度：倒序任务的训练损失")
+        return
+    fig, ax = new_figure(6.4, 3.8)
+    for i, init in enumerate(r["config"]["inits"]):
+        runs = [x for x in r["runs"] if x["init"] == init]
+        steps = [c["step"] for c in runs[0]["curve"]]
+        mean = [sum(x["curve"][j]["loss"] for x in runs) / len(runs) for j in range(len(steps))]
+        ax.plot(steps, mean, label=INIT_LABELS[init], color=PALETTE[i], marker="os^"[i], markevery=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("训练步数")
+    ax.set_ylabel(f"训练损失（每 {r['config']['log_every']} 步平均，{len(r['config']['seeds'])} 个种子的均值）")
+    ax.legend(fontsize=8, loc="lower left")
+    fig.text(0.01, -0.02, caption(r), fontsize=7, ha="left", va="top")
+    save_svg(fig, out_dir / "embedding-scale.svg")
+
+
+def render_scale_table(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results, "embedding-scale")
+    if r is None:
+        write_text(out_dir, "embedding-scale.md", NO_RESULTS)
+        return
+    head = ["共享矩阵的初始化", "嵌入/位置编码范数比", "初始 logits 标准差", "初始损失", "最终训练损失",
+            "贪心逐词准确率（最小–最大）"]
+    rows = [[INIT_LABELS[s["init"]], f"{s['emb_pe_ratio_mean']:.2f}", f"{s['init_logit_std_mean']:.1f}",
+             f"{s['init_loss_mean']:.1f}", f"{s['final_loss_mean']:.3f}",
+             f"{100 * s['accuracy_mean']:.1f}%（{100 * s['accuracy_min']:.1f}%–{100 * s['accuracy_max']:.1f}%）"]
+            for s in r["summary"]]
+    t, c = r["task"], r["config"]
+    setup = (f"任务：倒序，{t['vocab_size'] - 2} 个符号，长度 {t['seq_len']}；d_model = {t['d_model']}，"
+             f"{t['num_layers']} 层，{t['num_heads']} 头，post-LN，三处共享；{c['optimizer']}，学习率 {c['lr']}，"
+             f"批大小 {c['batch_size']}，{c['steps']} 步，种子 {c['seeds']}；准确率在 {c['eval_sequences']} 条新序列上贪心解码；"
+             f"单线程 CPU。\n\n")
+    write_text(out_dir, "embedding-scale.md", setup + md_table(head, rows) + "\n" + md_caption(r))
+
+
+def render_agreement_table(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results, "vocab-sweep")
+    if r is None:
+        write_text(out_dir, "bpe-agreement.md", NO_RESULTS)
+        return
+    head = ["语料", "要求 / 学到的合并数", "基本符号 → 词表大小", "两份合并列表第一处不同", "最高次数并列的步数",
+            "逐句词元相同", "逐句还原"]
+    rows = []
+    for a in r["agreement"]:
+        diff = "无（逐条相同）" if a["first_difference"] is None else f"第 {a['first_difference']} 条"
+        ties = f"{a['tie_steps']}（第一次在第 {a['first_tie']} 步）" if a["tie_steps"] else "0"
+        rows.append([CORPUS_LABELS[a["corpus"]], f"{a['num_merges']} / {a['ours']}（库：{a['library']}）",
+                     f"{a['base_size']} → {a['vocab_size']}", diff, ties,
+                     f"{a['same_tokens']}/{a['sentences']}", f"{a['round_trip']}/{a['sentences']}"])
+    write_text(out_dir, "bpe-agreement.md", md_table(head, rows) + "\n" + md_caption(r))
+
+
+def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results, "vocab-sweep")
+    if r is None:
+        placeholder_svg(out_dir, "vocab-sweep.svg", "词表大小与每句平均词元数")
+        return
+    fig, ax = new_figure(6.4, 4.0)
+    for i, s in enumerate(r["sweeps"]):
+        pts = s["points"]
+        ax.plot([p["vocab_size"] for p in pts], [p["tokens_mean"] for p in pts], color=PALETTE[i], marker="o",
+                label=f"{LANG_LABELS[s['lang']]}：字符起步的 BPE（本章代码）")
+        ax.plot([p["byte_level_vocab_size"] for p in pts], [p["byte_level_tokens_mean"] for p in pts],
+                color=PALETTE[i], marker="s", linestyle="--", label=f"{LANG_LABELS[s['lang']]}：字节级 BPE（tokenizers）")
+    ax.set_xscale("log")
+    ax.set_xlabel("词表大小（基本符号 + 合并数，对数刻度）")
+    ax.set_ylabel("每句平均词元数")
+    ax.legend(fontsize=8)
+    fig.text(0.01, -0.02, caption(r), fontsize=7, ha="left", va="top")
+    save_svg(fig, out_dir / "vocab-sweep.svg")
+
+
+def render_sweep_table(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results, "vocab-sweep")
+    if r is None:
+        write_text(out_dir, "vocab-sweep.md", NO_RESULTS)
+        return
+    head = ["语言", "合并数", "词表（字符起步）", "每句词元数", "词表（字节级）", "每句词元数（字节级）"]
+    rows = [[LANG_LABELS[s["lang"]], p["merges"], p["vocab_size"], f"{p['tokens_mean']:.1f}",
+             p["byte_level_vocab_size"], f"{p['byte_level_tokens_mean']:.1f}"]
+            for s in r["sweeps"] for p in s["points"]]
+    facts = "".join(f"- {LANG_LABELS[s['lang']]}：{s['sentences']} 句，每句平均 {s['chars_mean']:.1f} 个字符、"
+                    f"{s['utf8_bytes_mean']:.1f} 个 UTF-8 字节、{s['words_mean']:.1f} 个空格分隔的词；"
+                    f"基本字符 {s['base_size']} 个，扫描时学了 {s['learned_merges']} 条合并。\n"
+                    for s in r["sweeps"])
+    write_text(out_dir, "vocab-sweep.md", facts + "\n" + md_table(head, rows) + "\n" + md_caption(r))
+
+
+RENDERERS = [render_scale_figure, render_scale_table, render_agreement_table, render_sweep_figure,
+             render_sweep_table]
