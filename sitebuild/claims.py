@@ -56,9 +56,10 @@ def _claim_call(decorator: ast.expr) -> ast.Call | None:
 def _literal(node: ast.expr | None) -> str | None:
     if node is None:
         return None
-    value = ast.literal_eval(node)
+    value = ast.literal_eval(node) if isinstance(node, ast.Constant) else None
     if not isinstance(value, str):
-        raise TypeError(f"claim arguments must be string literals, got {value!r}")
+        raise TypeError(f"line {node.lineno}: claim arguments must be string literals (the claims page reads "
+                        f"them without running the test), got {ast.unparse(node)}")
     return value
 
 
@@ -90,17 +91,20 @@ def collect_claims(tests_dir: Path = TESTS) -> list[Claim]:
                 kwargs = {kw.arg: kw.value for kw in call.keywords}
                 start = min(d.lineno for d in func.decorator_list)
                 source = textwrap.dedent("\n".join(lines[start - 1 : func.end_lineno]))
-                claims.append(
-                    Claim(
-                        id=_literal(call.args[0]),
-                        paper=_literal(kwargs.get("paper")) or "",
-                        text=_literal(kwargs.get("text")) or "",
-                        results=_literal(kwargs.get("results")),
-                        test_file=path.relative_to(tests_dir.parent).as_posix(),
-                        test_name=name,
-                        source=source,
+                try:
+                    claims.append(
+                        Claim(
+                            id=_literal(call.args[0]),
+                            paper=_literal(kwargs.get("paper")) or "",
+                            text=_literal(kwargs.get("text")) or "",
+                            results=_literal(kwargs.get("results")),
+                            test_file=path.relative_to(tests_dir.parent).as_posix(),
+                            test_name=name,
+                            source=source,
+                        )
                     )
-                )
+                except TypeError as exc:
+                    raise TypeError(f"{path.relative_to(tests_dir.parent)}: {exc}") from None
     return claims
 
 
