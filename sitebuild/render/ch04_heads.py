@@ -1,0 +1,174 @@
+"""第 04 章的实验图表：results/multi-head.json → docs/generated/。
+
+- heads-sweep.svg      左：玩具任务的准确率随头数 h 的变化（d_model 固定，各种子的均值，竖线为最小–最大）；
+                       右：论文表 3 (A) 的 BLEU 随 h 的变化（抄录，不是测量），两边同样的横轴
+- heads-sweep.md       同样的数字，外加 d_k、参数量、最大的单头消融代价、1 个百分点以内可剪掉的头数
+- heads-attention.svg  种子 0 的平均注意力图：h = 1 的唯一一个头，和 h = 8 的 8 个头
+- heads-pruning.svg    h = 8 与 h = 16：按单头消融代价从小到大累积剪头，准确率随剪掉头数的变化
+- heads-ablation.md    h = 8 的每个头：最常看的相对位移、那里的注意力质量、单头消融后的准确率下降
+
+没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sitebuild.render.style import (NO_RESULTS, PALETTE, caption, md_caption, md_table, new_figure,
+                                    of_kind, placeholder_svg, save_svg, write_text)
+from snippets.experiments.heads import PAPER_TABLE3_A
+
+KIND = "multi-head"
+SWEEP_SVG, SWEEP_MD = "heads-sweep.svg", "heads-sweep.md"
+MAPS_SVG, PRUNE_SVG, ABLATION_MD = "heads-attention.svg", "heads-pruning.svg", "heads-ablation.md"
+MAP_H = 8  # 注意力图与消融表用 h = 8（论文 base 的头数）
+PRUNE_H = (8, 16)
+
+
+def _pick(results: list[dict]) -> dict | None:
+    """优先 full 预设，其次 quick；tiny 只用于测试，不上页面。"""
+    mine = [r for r in of_kind(results, KIND) if r.get("preset") != "tiny"]
+    mine.sort(key=lambda r: (r.get("preset") != "full", r.get("_file", "")))
+    return mine[0] if mine else None
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def _offset(o: int) -> str:
+    return f"{o:+d}" if o else "0"
+
+
+def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results)
+    if r is None:
+        placeholder_svg(out_dir, SWEEP_SVG, "头数 h 与准确率：玩具任务与论文表 3 (A)")
+        return
+    fig, (ax, bx) = new_figure(8.0, 3.6, ncols=2)
+    rows = sorted(r["summary"], key=lambda s: s["h"])
+    x = [s["h"] for s in rows]
+    mean = [s["accuracy_mean"] for s in rows]
+    err = [[s["accuracy_mean"] - s["accuracy_min"] for s in rows], [s["accuracy_max"] - s["accuracy_mean"] for s in rows]]
+    ax.errorbar(x, mean, yerr=err, color=PALETTE[0], marker="o", capsize=3)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(x, [f"{s['h']}\n({s['d_k']})" for s in rows])
+    ax.set_xlabel(f"头数 h（括号里是 d_k），d_model = {r['model']['d_model']}")
+    ax.set_ylabel(f"测试准确率（{len(r['config']['seeds'])} 个种子）")
+    ax.set_ylim(0.0, 1.02)
+    ax.set_title("玩具任务：同时取回三个邻居")
+    px = [p["h"] for p in PAPER_TABLE3_A]
+    bx.plot(px, [p["bleu"] for p in PAPER_TABLE3_A], color=PALETTE[1], marker="s")
+    bx.set_xscale("log", base=2)
+    bx.set_xticks(px, [f"{p['h']}\n({p['d_k']})" for p in PAPER_TABLE3_A])
+    bx.set_xlabel("头数 h（括号里是 d_k），d_model = 512")
+    bx.set_ylabel("BLEU（newstest2013 开发集）")
+    bx.set_title("论文表 3 (A) 与 base 行（抄录）")
+    fig.text(0.01, -0.04, caption(r), fontsize=7, ha="left", va="top")
+    save_svg(fig, out_dir / SWEEP_SVG)
+
+
+def render_sweep_table(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results)
+    if r is None:
+        write_text(out_dir, SWEEP_MD, NO_RESULTS)
+        return
+    tol = r["config"]["prune_tolerance"]
+    head = ["h", "d_k", "参数量", "测试准确率：均值（最小–最大）", "最大的单头消融代价（均值）",
+            f"可剪掉的头（损失 ≤ {100 * tol:.0f} 个百分点，各种子最少）"]
+    rows = []
+    for s in sorted(r["summary"], key=lambda s: s["h"]):
+        rows.append([s["h"], s["d_k"], f"{s['num_parameters']:,}",
+                     f"{_pct(s['accuracy_mean'])}（{_pct(s['accuracy_min'])}–{_pct(s['accuracy_max'])}）",
+                     _pct(s["max_drop_mean"]) if "max_drop_mean" in s else "—",
+                     f"{s['prunable_heads_min']} / {s['h']}" if "prunable_heads_min" in s else "—"])
+    t, m, c = r["task"], r["model"], r["config"]
+    setup = (f"任务：{t['seq_len']} 个随机符号（词表 {t['vocab_size']}），每个计分位置同时输出相对位移 "
+             f"{', '.join(_offset(o) for o in t['offsets'])} 处的三个符号，三个都对才算对。模型：嵌入 + 正弦位置编码 + "
+             f"{m['num_layers']} 个编码器层（d_model = {m['d_model']}，d_ff = {m['d_ff']}）+ 线性读出。"
+             f"{c['optimizer']}，学习率 {c['lr']}，批大小 {c['batch_size']}，{c['steps']} 步，种子 {c['seeds']}，"
+             f"测试集 {c['eval_size']} 条序列，消融与剪枝用另外 {c['ablation_eval_size']} 条；单线程 CPU。\n\n")
+    write_text(out_dir, SWEEP_MD, setup + md_table(head, rows) + "\n" + md_caption(r))
+
+
+def _map_runs(r: dict) -> list[tuple[str, list]]:
+    first = r["config"]["seeds"][0]
+    panels = []
+    for h in (1, MAP_H):
+        run = next((x for x in r["runs"] if x["h"] == h and x["seed"] == first and "mean_attention" in x), None)
+        if run is None:
+            continue
+        for i, m in enumerate(run["mean_attention"]):
+            info = run["heads"][i]
+            drop = f"，消融 −{100 * info['drop']:.0f}%" if "drop" in info else ""
+            panels.append((f"h={h} 头 {i}（位移 {_offset(info['top_offset'])}{drop}）", m))
+    return panels
+
+
+def render_maps(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results)
+    panels = _map_runs(r) if r is not None else []
+    if not panels:
+        placeholder_svg(out_dir, MAPS_SVG, "各个头的平均注意力图")
+        return
+    ncols = 3
+    nrows = (len(panels) + ncols - 1) // ncols
+    fig, axes = new_figure(7.2, 2.35 * nrows, nrows=nrows, ncols=ncols, squeeze=False)
+    scored = r["task"]["scored_positions"]
+    for ax in axes.flat:
+        ax.set_visible(False)
+    for ax, (title, m) in zip(axes.flat, panels):
+        ax.set_visible(True)
+        ax.imshow(m, cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
+        ax.set_title(title, fontsize=7.5)
+        ax.grid(False)
+        ax.set_xticks([0, len(m) - 1])
+        ax.set_yticks([scored[0], scored[-1]])
+        ax.tick_params(labelsize=6)
+        ax.set_xlabel("键的位置 j", fontsize=7)
+        ax.set_ylabel("查询 i", fontsize=7)
+    fig.tight_layout()
+    fig.text(0.01, -0.01, caption(r), fontsize=7, ha="left", va="top")
+    save_svg(fig, out_dir / MAPS_SVG)
+
+
+def render_pruning(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results)
+    runs = [x for x in r["runs"] if x["h"] in PRUNE_H and "prune_curve" in x] if r is not None else []
+    if not runs:
+        placeholder_svg(out_dir, PRUNE_SVG, "逐个剪掉头之后的准确率")
+        return
+    fig, ax = new_figure(6.4, 3.6)
+    styles = {0: "-", 1: "--", 2: ":"}
+    for ci, h in enumerate(PRUNE_H):
+        for j, run in enumerate(x for x in runs if x["h"] == h):
+            curve = run["prune_curve"]
+            ax.plot(range(len(curve)), curve, color=PALETTE[ci], linestyle=styles.get(j, "-"), marker=".",
+                    label=f"h = {h}，种子 {run['seed']}")
+    ax.set_xlabel("按单头消融代价从小到大，累积剪掉的头数")
+    ax.set_ylabel("准确率（消融评估集）")
+    ax.set_ylim(0.0, 1.02)
+    ax.legend(fontsize=7, loc="lower left")
+    fig.text(0.01, -0.04, caption(r), fontsize=7, ha="left", va="top")
+    save_svg(fig, out_dir / PRUNE_SVG)
+
+
+def render_ablation_table(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results)
+    runs = [x for x in r["runs"] if x["h"] == MAP_H] if r is not None else []
+    if not runs:
+        write_text(out_dir, ABLATION_MD, NO_RESULTS)
+        return
+    head = ["种子", "头", "注意力最集中的相对位移", "那里的平均注意力质量", "三个任务位移上的质量之和", "单头消融后准确率下降"]
+    rows = []
+    for run in sorted(runs, key=lambda x: x["seed"]):
+        for info in sorted(run["heads"], key=lambda i: -i["drop"]):
+            rows.append([run["seed"], info["head"], _offset(info["top_offset"]), f"{info['top_mass']:.2f}",
+                         f"{info['task_mass']:.2f}", _pct(info["drop"])])
+    note = (f"h = {MAP_H}，每个种子按消融代价从大到小排列；不剪时消融评估集上的准确率："
+            + "，".join(f"种子 {x['seed']} {_pct(x['ablation_base_accuracy'])}" for x in sorted(runs, key=lambda x: x["seed"]))
+            + "。\n\n")
+    write_text(out_dir, ABLATION_MD, note + md_table(head, rows) + "\n" + md_caption(r))
+
+
+RENDERERS = [render_sweep_figure, render_sweep_table, render_maps, render_pruning, render_ablation_table]
