@@ -32,7 +32,7 @@ def render_flops_vs_n(results: list[dict], out_dir: Path) -> None:
     ax.set_ylabel("前向 FLOPs（batch 1）")
     ax.set_title(f"每层 FLOPs：计数器（点）与闭式（虚线），d = {d}", fontsize=11)
     ax.legend(fontsize=7.5, loc="upper left")
-    fig.text(0.01, -0.02, caption(r) + f"；受限注意力 r = {fl['radius']}，卷积 k = {fl['kernel']}",
+    fig.text(0.01, -0.02, caption(r) + f"；受限注意力半径 w = {fl['radius']}，卷积 k = {fl['kernel']}",
              fontsize=7, ha="left", va="top")
     save_svg(fig, out_dir / name)
 

@@ -72,7 +72,7 @@ def render_table1(results: list[dict], out_dir: Path) -> None:
     rows = []
     for kind in (x for x in ORDER if x != "sdpa"):
         fact = LAYERS[kind]
-        label = f"{fact.zh} · {fact.table1}".replace("核宽 k", f"k = {k}").replace("窗口 2r+1", f"半径 r = {rad}")
+        label = f"{fact.zh} · {fact.table1}".replace("核宽 k", f"k = {k}").replace("窗口 2w+1", f"半径 w = {rad}")
         seq = kind if kind != "attention_core" else None
         rows.append((label, *TABLE1[fact.table1], kind, seq, paths_of.get(kind, []), kind))
     head = ["层类型", "论文：每层复杂度", "测得：前向 FLOPs（计数器 = 闭式）", "论文：顺序操作",
@@ -136,7 +136,7 @@ def render_flops_table(results: list[dict], out_dir: Path) -> None:
         lines.append(f"| {LAYERS[kind].zh} | {cf['fwd']} | {cf['fwd+bwd']} | n ∈ {{{', '.join(map(str, ns))}}}，"
                      f"d ∈ {{{', '.join(map(str, ds))}}} | {len(rows)} | {'✓' if all(x['equal'] for x in rows) else '✗'} | "
                      f"{fmt_int(ex['counted']) if ex else '—'} |")
-    lines += ["", f"batch 1、无偏置；受限注意力 r = {fl['radius']}（窗口 {fl['window']}），卷积 k = {fl['kernel']}。"
+    lines += ["", f"batch 1、无偏置；受限注意力半径 w = {fl['radius']}（窗口 {fl['window']}），卷积 k = {fl['kernel']}。"
               "前向 + 反向时输入与全部权重都要梯度；循环层的初始状态 h₀ = 0 不要梯度，所以少一项。", ""]
     lines += ["**交叉点**（二分法，在计数器的计数上求最小的 n 使左边的 FLOPs ≥ 右边）：", "",
               "| 比较 | d | 测得 n* | 理论 | 一致 | n* 处的计数（左 / 右） |", "|---|---|---|---|---|---|"]

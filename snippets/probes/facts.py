@@ -4,7 +4,7 @@
 
 FLOPs 约定：batch 1，无偏置，一次乘加 = 2 FLOP；``fwd+bwd`` 时输入与全部权重都要梯度，
 循环层的初始状态 h_0 = 0 不要梯度，所以少一次对 h_0 的矩阵乘（−2d² 之类的常数项）。
-r 是受限注意力的半径（窗口 2r+1），k 是卷积核宽。
+w 是受限注意力的半径（窗口 2w+1；代码参数名 radius / r），k 是卷积核宽。
 """
 
 from __future__ import annotations
@@ -58,10 +58,10 @@ LAYERS: dict[str, Layer] = {layer.kind: layer for layer in (
           lambda n, d, r, k: 24 * n * d * d + 12 * n * n * d,
           ("8nd² + 4n²d", "24nd² + 12n²d"), (r"8nd^2+4n^2d", r"24nd^2+12n^2d"),
           {"n": 2, "d": 1}, None, "Self-Attention"),
-    Layer("restricted", "受限自注意力（窗口 2r+1）", "restricted",
+    Layer("restricted", "受限自注意力（窗口 2w+1）", "restricted",
           lambda n, d, r, k: 8 * n * d * d + 4 * n * (2 * r + 1) * d,
           lambda n, d, r, k: 24 * n * d * d + 12 * n * (2 * r + 1) * d,
-          ("8nd² + 4n(2r+1)d", "24nd² + 12n(2r+1)d"), (r"8nd^2+4n(2r+1)d", r"24nd^2+12n(2r+1)d"),
+          ("8nd² + 4n(2w+1)d", "24nd² + 12n(2w+1)d"), (r"8nd^2+4n(2w+1)d", r"24nd^2+12n(2w+1)d"),
           {"n": 1, "d": 1}, "snippets/attention.py:restricted", "Self-Attention (restricted)"),
     Layer("rnn", "Elman RNN", "RNN",
           lambda n, d, r, k: 4 * n * d * d,

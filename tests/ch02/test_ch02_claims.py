@@ -133,6 +133,46 @@ def test_padded_source_positions_are_irrelevant():
     assert model.decoder_layers[0].cross_attn_weights[1, :, :, 4:].abs().max().item() == 0.0
 
 
+@pytest.mark.claim("ch02-mask-broadcast", paper="§3.2.2; §3.2.3 (masking)",
+                   text="(n, n) 的因果掩码能直接广播到 (B, h, n_q, n_k) 的分数上；(B, 1, n) 的填充掩码不能（B ≠ h 时报错，B = h 时把第 b 句的掩码错用到第 b 个头上），要先 unsqueeze(1) 成 (B, 1, 1, n)；MultiHeadAttention 自己插入头这一维")
+def test_padding_mask_needs_a_head_dimension():
+    from snippets.attention import causal_mask, scaled_dot_product_attention
+    from tests.support.pages import CH02, assert_states
+
+    n, h = 5, 4
+    assert torch.broadcast_shapes(causal_mask(n).shape, (2, h, n, n)) == (2, h, n, n)
+    lengths = torch.tensor([5, 2])
+    pad = padding_mask(lengths, n)                                          # (B, 1, n) = (2, 1, 5)
+    with pytest.raises(RuntimeError):                                       # B = 2 ≠ h = 4: B 与 h 对齐
+        torch.broadcast_shapes(pad.shape, (2, h, n, n))
+    assert torch.broadcast_shapes(pad.unsqueeze(1).shape, (2, h, n, n)) == (2, h, n, n)
+
+    # B = h: 广播不报错，却把第 b 句的掩码用在了第 b 个头上
+    B = h
+    lengths = torch.tensor([5, 2, 4, 1])
+    pad = padding_mask(lengths, n)                                          # (4, 1, 5)
+    q, k, v = (torch.randn(B, h, n, 3, generator=gen(30 + i), dtype=F64) for i in range(3))
+    _, wrong = scaled_dot_product_attention(q, k, v, pad)
+    _, right = scaled_dot_product_attention(q, k, v, pad.unsqueeze(1))
+    assert wrong[0, 1, :, 2:].abs().max().item() == 0.0                     # 句 0 没有补齐，却被遮住了位置 2..4
+    assert right[0, 1, :, 2:].abs().min().item() > 0.0
+    for b, length in enumerate(lengths.tolist()):                           # 正确版本：每句所有头只遮自己的补齐位置
+        assert right[b, :, :, length:].abs().sum().item() == 0.0
+        assert right[b, :, :, :length].sum(-1).sub(1).abs().max().item() < 1e-12
+
+    # MultiHeadAttention 收到 (B, 1, n) 时自己插入头这一维：等于逐句单独计算
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(8, h).to(F64).eval()
+    x = torch.randn(2, n, 8, generator=gen(40), dtype=F64)
+    lengths = torch.tensor([5, 2])
+    out, weights = mha(x, x, x, padding_mask(lengths, n))
+    assert weights.shape == (2, h, n, n)
+    for b, length in enumerate(lengths.tolist()):
+        alone, _ = mha(x[b:b + 1, :length], x[b:b + 1, :length], x[b:b + 1, :length])
+        assert torch.allclose(out[b, :length], alone[0], atol=1e-12)
+    assert_states(CH02, "unsqueeze(1)", "(B,1,1,n)")
+
+
 # ---------------------------------------------------------------- inference
 
 @pytest.mark.claim("ch02-kv-cache", paper="§3 (auto-regressive); §6.1",

@@ -38,7 +38,7 @@ def test_published_c11_values():
     "ch01-c12",
     paper="§4 Table 1",
     text="FlopCounterMode 数出的 FLOPs 与闭式逐个相等：Elman RNN 4nd²、LSTM 16nd²、GRU 12nd²、"
-    "因果卷积 2knd²、受限注意力 8nd² + 4n(2r+1)d（前向与前向+反向，n 16–512，d 8–64）",
+    "因果卷积 2knd²、受限注意力 8nd² + 4n(2w+1)d（半径 w；前向与前向+反向，n 16–512，d 8–64）",
 )
 @pytest.mark.parametrize("kind", ["rnn", "lstm", "gru", "conv", "restricted"])
 @pytest.mark.parametrize("n, d", GRID)
@@ -52,7 +52,7 @@ def test_published_c12_values():
     assert count_flops("rnn", n, d) == 4 * n * d * d == 2_097_152
     assert count_flops("lstm", n, d) == 16 * n * d * d == 8_388_608
     assert count_flops("conv", n, d, kernel=3) == 2 * 3 * n * d * d == 3_145_728
-    # 受限注意力的混合项（核心）= 4n(2r+1)d：整层减去 8nd² 的投影
+    # 受限注意力的混合项（核心）= 4n(2w+1)d，半径 w：整层减去 8nd² 的投影
     assert count_flops("restricted", n, d, radius=4) - 8 * n * d * d == 4 * n * 9 * d == 294_912
 
 

@@ -1,0 +1,92 @@
+"""docs/errata.yml → docs/generated/errata.md: the errata page (勘误), one entry per correction.
+
+The data file, not the results, is the input: ``results`` is ignored. The file is validated
+against docs/errata.schema.json (draft 2020-12) before anything is written; an invalid file
+stops the build with the entry and the field. The commit of an entry is its ``commit`` field,
+else the first commit that added its id to docs/errata.yml (``git log -S``), else 「未提交」.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import jsonschema
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DATA = ROOT / "docs" / "errata.yml"
+SCHEMA = ROOT / "docs" / "errata.schema.json"
+UNCOMMITTED = "未提交"
+
+
+class ErrataError(ValueError):
+    pass
+
+
+def load(path: Path = DATA, schema_path: Path = SCHEMA) -> dict:
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    schema = json.loads(schema_path.read_text(encoding="utf-8"))
+    validator = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.FormatChecker())
+    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    if errors:
+        e = errors[0]
+        where = "/".join(str(p) for p in e.absolute_path) or "(top)"
+        raise ErrataError(f"{path.name}: {where}: {e.message}")
+    ids = [entry["id"] for entry in data["entries"]]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        raise ErrataError(f"{path.name}: duplicate ids {duplicates}")
+    return data
+
+
+def commit_of(entry: dict, path: Path = DATA) -> str:
+    """The commit that added this entry, or 「未提交」 when git has no such commit (or no git)."""
+    if entry.get("commit"):
+        return entry["commit"][:10]
+    try:
+        out = subprocess.run(
+            ["git", "log", "--reverse", "--format=%h", "-S", f"id: {entry['id']}", "--", str(path)],
+            cwd=ROOT, capture_output=True, text=True, check=True, timeout=30).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return UNCOMMITTED
+    return out[0] if out else UNCOMMITTED
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ").strip()
+
+
+def render_markdown(data: dict, commit=commit_of) -> str:
+    entries = sorted(data["entries"], key=lambda e: e["date"])  # stable: same date keeps file order
+    lines = [f"共 {len(entries)} 条，按日期排列，同一天的按章节顺序。每条的编号是永久的，可以直接链接（`errata.md#编号`）。", ""]
+    for entry in entries:
+        page, _, anchor = entry["page"].partition("#")
+        chapter = page.split("/")[1][:2]
+        where = f"[第 {chapter} 章{'（面试题）' if page.endswith('questions.md') else ''}]({page}{'#' + anchor if anchor else ''})"
+        claim = (f"[{entry['claim']}](verification.md#{entry['claim']})" if entry.get("claim") else "—")
+        lines += [
+            f"### {entry['id']} {{#{entry['id']}}}",
+            "",
+            "| | |",
+            "|---|---|",
+            f"| 日期 | {entry['date']} |",
+            f"| 提交 | `{commit(entry)}` |",
+            f"| 位置 | {where} |",
+            f"| 论断 | {claim} |",
+            f"| 原来写的 | {_cell(entry['was'])} |",
+            f"| 现在写的 | {_cell(entry['now'])} |",
+            f"| 为什么 | {_cell(entry['why'])} |",
+            f"| 依据 | {_cell(entry['source'])} |",
+            "",
+        ]
+    return "\n".join(lines)
+
+
+def render_errata(results: list[dict], out_dir: Path) -> None:
+    """Renderer entry point: ``results`` is ignored; the input is docs/errata.yml."""
+    (out_dir / "errata.md").write_text(render_markdown(load()), encoding="utf-8")
+
+
+RENDERERS = [render_errata]

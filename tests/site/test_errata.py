@@ -1,0 +1,79 @@
+"""The errata page (勘误): docs/errata.yml validates against its schema, every entry's claim id is
+a claim some test carries, and the rendered page lists every entry with its fields."""
+
+from __future__ import annotations
+
+import copy
+import re
+
+import pytest
+
+from sitebuild.claims import collect_claims
+from sitebuild.render import errata
+from tests.support.sections import DOCS
+
+
+@pytest.fixture(scope="module")
+def data() -> dict:
+    return errata.load()
+
+
+def test_errata_file_validates(data):
+    assert data["entries"], "docs/errata.yml has no entries"
+
+
+@pytest.mark.parametrize("field, value", [("date", "1.12.2026"), ("claim", "C01"), ("page", "errata.md"),
+                                          ("was", ""), ("extra", "x")])
+def test_an_invalid_entry_is_rejected(tmp_path, data, field, value):
+    broken = copy.deepcopy(data)
+    broken["entries"][0][field] = value
+    path = tmp_path / "errata.yml"
+    path.write_text(__import__("yaml").safe_dump(broken, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(errata.ErrataError, match=field if field != "extra" else "Additional"):
+        errata.load(path)
+
+
+def test_duplicate_ids_are_rejected(tmp_path, data):
+    broken = copy.deepcopy(data)
+    broken["entries"].append(copy.deepcopy(broken["entries"][0]))
+    path = tmp_path / "errata.yml"
+    path.write_text(__import__("yaml").safe_dump(broken, allow_unicode=True), encoding="utf-8")
+    with pytest.raises(errata.ErrataError, match="duplicate"):
+        errata.load(path)
+
+
+def test_every_claim_id_exists(data):
+    known = {c.id for c in collect_claims()}
+    missing = [(e["id"], e["claim"]) for e in data["entries"] if e.get("claim") and e["claim"] not in known]
+    assert not missing, f"errata entries name claims no test carries: {missing}"
+
+
+def test_every_page_exists(data):
+    missing = [(e["id"], e["page"]) for e in data["entries"] if not (DOCS / e["page"].split("#")[0]).exists()]
+    assert not missing
+
+
+def test_the_generated_page_lists_every_entry(data, tmp_path):
+    errata.render_errata([], tmp_path)
+    page = (tmp_path / "errata.md").read_text(encoding="utf-8")
+    headings = re.findall(r"^### (\S+) \{#(\S+)\}$", page, flags=re.M)
+    assert [h for h, _ in headings] == [a for _, a in headings]
+    assert sorted(h for h, _ in headings) == sorted(e["id"] for e in data["entries"])
+    for e in data["entries"]:
+        block = page.split(f"### {e['id']} ")[1].split("\n### ")[0]
+        for field in ("date", "was", "now", "why", "source"):
+            assert errata._cell(e[field]) in block, (e["id"], field)
+        assert re.search(r"\| 提交 \| `(" + errata.UNCOMMITTED + r"|[0-9a-f]{7,10})` \|", block)
+        if e.get("claim"):
+            assert f"verification.md#{e['claim']})" in block
+
+
+def test_commit_falls_back_to_uncommitted(tmp_path):
+    assert errata.commit_of({"id": "ch99-never-added"}) == errata.UNCOMMITTED
+    assert errata.commit_of({"id": "x", "commit": "0123456789abcdef"}) == "0123456789"
+
+
+def test_the_errata_page_includes_the_generated_list_and_is_in_the_nav():
+    assert '--8<-- "docs/generated/errata.md"' in (DOCS / "errata.md").read_text(encoding="utf-8")
+    nav = (DOCS.parent / "mkdocs.yml").read_text(encoding="utf-8").split("\nnav:", 1)[1]
+    assert nav.index("errata.md") < nav.index("glossary.md")
