@@ -42,4 +42,5 @@ def test_offline_config_tracks_main():
 
     assert plugins(offline) == [*plugins(main), "material/offline"]
     assert offline["nav"] == main["nav"] and offline["markdown_extensions"] == main["markdown_extensions"]
-    assert list(offline["hooks"]) == ["sitebuild/hooks.py"]
+    # lists replace lists under INHERIT: the offline config restates main's hooks, then adds its own
+    assert list(offline["hooks"]) == [*main["hooks"], "sitebuild/hooks.py"]
