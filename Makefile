@@ -32,13 +32,15 @@ $(NODE_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	touch $@
 
-# KaTeX is served from the site itself: the script, the stylesheet, auto-render and
-# the woff2 fonts only (every browser that runs the site reads woff2).
-$(KATEX_STAMP): $(NODE_STAMP)
+# KaTeX's stylesheet and its woff2 fonts are served from the site itself (every browser
+# that runs the site reads woff2); the stylesheet's .woff/.ttf sources, which are not
+# shipped, are cut from its @font-face rules. No KaTeX script: math is typeset at build
+# time (sitebuild/mathrender.py, with node_modules/katex).
+$(KATEX_STAMP): $(NODE_STAMP) Makefile
 	rm -rf $(KATEX_DIR)
-	mkdir -p $(KATEX_DIR)/fonts $(KATEX_DIR)/contrib
-	cp node_modules/katex/dist/katex.min.js node_modules/katex/dist/katex.min.css $(KATEX_DIR)/
-	cp node_modules/katex/dist/contrib/auto-render.min.js $(KATEX_DIR)/contrib/
+	mkdir -p $(KATEX_DIR)/fonts
+	sed -E 's/,url\(fonts\/[A-Za-z0-9_-]+\.(woff|ttf)\) format\("(woff|truetype)"\)//g' \
+	  node_modules/katex/dist/katex.min.css > $(KATEX_DIR)/katex.min.css
 	cp node_modules/katex/dist/fonts/*.woff2 $(KATEX_DIR)/fonts/
 	touch $@
 

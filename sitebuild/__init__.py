@@ -4,6 +4,7 @@
 - :mod:`sitebuild.claims`   the claims page: ``@pytest.mark.claim`` markers in ``tests/`` (read as text) → ``docs/generated/verification-table.md``
 - :mod:`sitebuild.config`   the effective ``mkdocs.yml`` (``mkdocs.config.load_config``) and its nav
 - :mod:`sitebuild.hooks`    MkDocs hooks (the offline edition's iframe-worker shim)
+- :mod:`sitebuild.mathrender` MkDocs hook: every formula typeset at build time (``katex_render.mjs``, one Node process)
 - :mod:`sitebuild.offline`  ``make offline``: ``site-offline/`` and ``dist/site-offline.zip``
 - :mod:`sitebuild.audit`    ``make audit``: Lighthouse over every chapter page
 - :mod:`sitebuild.serve`    the one local static server (optionally gzip, as GitHub Pages serves)

@@ -1,38 +1,50 @@
-// Render math with the self-hosted KaTeX. Material's document$ observable fires on
-// the first load and after every instant-navigation page switch.
-document$.subscribe(({ body }) => {
-  renderMathInElement(body, {
-    delimiters: [
-      { left: "$$", right: "$$", display: true },
-      { left: "$", right: "$", display: false },
-      { left: "\\(", right: "\\)", display: false },
-      { left: "\\[", right: "\\]", display: true },
-    ],
-    // Keep MathML next to the HTML rendering, for screen readers.
-    output: "htmlAndMathml",
-    throwOnError: false,
-  });
-  // Tests (and anyone curious) wait for this: every formula on this URL is typeset.
-  document.body.dataset.mathDone = location.href;
-});
-
+// Math is typeset when the site is built (sitebuild/mathrender.py): no KaTeX script runs here.
+// What is left: tab stops for content that scrolls sideways, and a name for the search dialog.
 
 // Accessibility (axe scrollable-region-focusable, aria-dialog-name): a formula, wide table or
-// notebook cell that scrolls sideways gets a tab stop, as Material gives its code blocks;
-// Material's search dialog gets a name.
-function markScrollable() {
-  for (const el of document.querySelectorAll(".katex-display, .md-typeset__scrollwrap, .jupyter-wrapper .highlight-ipynb")) {
-    if (el.tabIndex !== 0 && (el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight)) {
+// notebook cell that scrolls sideways gets a tab stop, as Material gives its code blocks.
+// Widths are read only for blocks near the viewport (an IntersectionObserver, so that the
+// content-visibility: auto blocks far away stay unrendered), all reads before all writes.
+const SCROLLERS = ".katex-display, .md-typeset__scrollwrap, .jupyter-wrapper .highlight-ipynb";
+
+function markScrollable(elements) {
+  const wide = [...elements].map(el => el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1);
+  [...elements].forEach((el, i) => {
+    if (wide[i] && el.tabIndex !== 0) {
       el.tabIndex = 0;
       el.setAttribute("role", "group");
       const what = el.matches(".katex-display") ? "公式" : el.matches(".md-typeset__scrollwrap") ? "表格" : "代码";
       el.setAttribute("aria-label", `${what}，可横向滚动`);
+    } else if (!wide[i] && el.getAttribute("role") === "group" && el.tabIndex === 0) {
+      el.removeAttribute("tabindex");
+      el.removeAttribute("role");
+      el.removeAttribute("aria-label");
     }
-  }
+  });
 }
+
+let observer = null;
 document$.subscribe(() => {
   document.querySelector(".md-search[role=dialog]")?.setAttribute("aria-label", "搜索");
-  markScrollable();
-  document.fonts.ready.then(markScrollable);  // KaTeX fonts widen formulas when they arrive
+  observer?.disconnect();
+  observer = new IntersectionObserver(entries => {
+    markScrollable(entries.filter(e => e.isIntersecting).map(e => e.target));
+  }, { rootMargin: "100% 0px" });
+  document.querySelectorAll(SCROLLERS).forEach(el => observer.observe(el));
+  // KaTeX's fonts widen formulas when they arrive
+  document.fonts.ready.then(() => {
+    const near = [...document.querySelectorAll(SCROLLERS)].filter(el => el.getAttribute("role") !== "group");
+    observer.takeRecords();
+    near.forEach(el => { observer.unobserve(el); observer.observe(el); });
+  });
+  // Tests (and anyone curious) wait for this: Material has set up the page at this URL.
+  document.body.dataset.pageReady = location.href;
 });
-window.addEventListener("resize", markScrollable, { passive: true });
+
+// A new width (a phone turned sideways) changes which blocks overflow: check them all, once.
+let lastWidth = window.innerWidth;
+window.addEventListener("resize", () => {
+  if (window.innerWidth === lastWidth) return;  // a phone's toolbar showing or hiding
+  lastWidth = window.innerWidth;
+  markScrollable(document.querySelectorAll(SCROLLERS));
+}, { passive: true });

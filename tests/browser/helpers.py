@@ -107,14 +107,36 @@ class Recorder:
 
 
 def wait_for_page(page) -> None:
-    """Loaded, math typeset, fonts in, network quiet."""
+    """Loaded, set up by Material, fonts in, network quiet.
+
+    Math is typeset at build time (sitebuild/mathrender.py), so there is no typesetting to
+    wait for; katex-init.js marks <body data-page-ready="URL"> in Material's document$
+    subscription, which also fires after every instant-navigation page switch.
+    """
     page.wait_for_load_state("load")
-    # KaTeX runs in Material's document$ subscription, in short slices; katex-init.js
-    # marks <body data-math-done="URL"> once every formula on this URL is typeset.
-    page.wait_for_function("() => document.body.dataset.mathDone === location.href", timeout=30_000)
+    page.wait_for_function("() => document.body.dataset.pageReady === location.href", timeout=30_000)
     page.evaluate("document.fonts.ready.then(() => true)")
     with contextlib.suppress(Exception):
         page.wait_for_load_state("networkidle", timeout=5_000)
+
+
+# extra.css gives the article's blocks content-visibility: auto, so blocks far from the
+# viewport are neither laid out nor painted. A full-page screenshot, an overflow measurement
+# or axe's colour checks need every block rendered: this turns it off for the visit.
+SHOW_EVERYTHING_CSS = ".md-content__inner > * { content-visibility: visible !important; }"
+
+
+def show_everything(page) -> None:
+    """Render every block of the page; then a width change, so that katex-init.js checks which
+    formulas and tables scroll sideways (it otherwise checks only those near the viewport)."""
+    if page.evaluate("() => !!document.getElementById('show-everything')"):
+        return
+    page.evaluate("""css => { const s = document.createElement('style'); s.id = 'show-everything';
+                      s.textContent = css; document.head.append(s); }""", SHOW_EVERYTHING_CSS)
+    size = page.viewport_size
+    page.set_viewport_size({"width": size["width"] - 1, "height": size["height"]})
+    page.set_viewport_size(size)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
 # Text nodes under these are not prose: code, rendered math, scripts, the search UI.
@@ -129,6 +151,9 @@ MATH_JS = """(notProse) => {
     if (n.parentElement && !n.parentElement.closest(notProse)) text.push(n.nodeValue);
   }
   return {
+    // math is typeset at build time: no page loads KaTeX or auto-render
+    scripts: [...document.scripts].map(s => s.src).filter(src => /[/](katex([.]min)?[.]m?js|auto-render[^/]*)$/.test(src)),
+    katex_global: typeof window.katex !== 'undefined' || typeof window.renderMathInElement !== 'undefined',
     arithmatex: q('.arithmatex'),
     katex: q('.katex'),
     mathml: q('.katex .katex-mathml math'),
@@ -154,6 +179,45 @@ def raw_tex(prose: str) -> list[str]:
     """Snippets of prose around every raw TeX fragment left unrendered."""
     return [prose[max(0, m.start() - 30) : m.end() + 30].replace("\n", " ") for m in RAW_TEX.finditer(prose)][:10]
 
+
+# Lines that start with Chinese closing punctuation right after inline math, a claim badge or
+# a link: for each text run that starts with one of these characters, the thing just before
+# it in document order (KaTeX's hidden MathML skipped) ends on an earlier line.
+LINE_START_PUNCT_JS = r"""() => {
+  const P = '。，；：、）」！？';
+  const before = node => {  // the element or text node right before `node` in document order
+    for (let e = node; e; e = e.parentElement) {
+      let s = e.previousSibling;
+      while (s && ((s.nodeType === 3 && !s.nodeValue.trim()) || (s.nodeType === 1 && s.matches('.katex-mathml'))))
+        s = s.previousSibling;
+      if (s) return s;
+      if (e.parentElement && e.parentElement.matches('.md-content')) return null;
+    }
+    return null;
+  };
+  const lastRect = n => {
+    let rects;
+    if (n.nodeType === 3) { const r = document.createRange(); r.selectNodeContents(n); rects = r.getClientRects(); }
+    else rects = n.getClientRects();
+    return rects.length ? rects[rects.length - 1] : null;
+  };
+  const out = [];
+  const walker = document.createTreeWalker(document.querySelector('.md-content'), NodeFilter.SHOW_TEXT);
+  let checked = 0;
+  while (walker.nextNode()) {
+    const n = walker.currentNode;
+    if (!n.nodeValue || !P.includes(n.nodeValue[0]) || n.parentElement.closest('pre, code, .katex-mathml')) continue;
+    const prev = before(n);
+    const owner = prev && (prev.nodeType === 1 ? prev : prev.parentElement);
+    if (!owner || !owner.closest('.katex, .arithmatex, a')) continue;
+    checked++;
+    const r = document.createRange(); r.setStart(n, 0); r.setEnd(n, 1);
+    const p = r.getClientRects()[0], l = lastRect(prev);
+    if (p && l && p.left < l.right - 1 && p.top > l.top + 1)
+      out.push((prev.textContent || '').slice(-20) + ' | ' + n.nodeValue.slice(0, 12));
+  }
+  return {checked, line_starts: out};
+}"""
 
 IMAGES_JS = """async () => {
   const imgs = [...document.images];
@@ -280,6 +344,7 @@ class Site:
             page.goto(self.url(path), wait_until="load")
             wait_for_page(page)
             math = page.evaluate(MATH_JS, _NOT_PROSE)
+            show_everything(page)  # axe's colour checks and the images need painted blocks
             report = {
                 "path": path,
                 "scheme": scheme,

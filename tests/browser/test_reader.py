@@ -22,6 +22,7 @@ from tests.browser.helpers import (
     AXE_JS,
     CHAPTER_URLS,
     DESKTOP,
+    LINE_START_PUNCT_JS,
     MOBILE,
     NAV,
     NAV_URLS,
@@ -32,6 +33,7 @@ from tests.browser.helpers import (
     page_id,
     save_screenshot,
     search_with_worker,
+    show_everything,
     type_search,
     wait_for_page,
 )
@@ -62,6 +64,7 @@ def test_math_renders_in_palette(site, path, scheme):
     r = site.report(path, scheme)
     math = r["math"]
     assert math["scheme"] == ("slate" if scheme == "dark" else "default")
+    assert not math["scripts"] and not math["katex_global"], f"a page loads KaTeX's script: {math['scripts']}"
     assert math["katex"] >= math["arithmatex"]
     assert math["mathml"] == math["katex"], "KaTeX output without MathML: screen readers get nothing"
     assert not math["errors"], math["errors"]
@@ -186,10 +189,31 @@ OVERFLOW_JS = """() => {
 }"""
 
 
+# A display formula wider than its column scrolls inside itself; the reader must see that it
+# does: a scroll shadow (extra.css: gradients, the covers attached "local"), overflow-x auto.
+SCROLL_CUE_JS = """() => {
+  const wide = [], without_cue = [];
+  for (const el of document.querySelectorAll('.md-content .katex-display')) {
+    if (el.scrollWidth <= el.clientWidth + 1) continue;
+    const cs = getComputedStyle(el);
+    const tex = (el.querySelector('annotation') || {}).textContent || '';
+    wide.push(tex.slice(0, 40));
+    const cue = cs.overflowX === 'auto' && (cs.backgroundImage.match(/gradient/g) || []).length >= 4
+      && /local/.test(cs.backgroundAttachment) && /scroll/.test(cs.backgroundAttachment);
+    if (!cue) without_cue.push(tex.slice(0, 60));
+  }
+  return {wide: wide.length, without_cue};
+}"""
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 @pytest.mark.parametrize("path", CHAPTERS)
 def test_chapter_screenshots(chromium_browser, site_url, path, scheme):
-    """Full-page screenshots at 1280 px and 390 px; at 390 px nothing widens the page."""
+    """Full-page screenshots at 1280 px and 390 px; at 390 px nothing widens the page.
+
+    At both widths every display formula that scrolls shows a scroll shadow, and no line
+    starts with 。，；：、）」！？ right after inline math, a claim badge or a link.
+    """
     for name, viewport in (("desktop", DESKTOP), ("mobile", MOBILE)):
         ctx = new_context(chromium_browser, scheme, viewport=viewport,
                           device_scale_factor=1, is_mobile=name == "mobile", has_touch=name == "mobile")
@@ -197,11 +221,49 @@ def test_chapter_screenshots(chromium_browser, site_url, path, scheme):
         try:
             page.goto(site_url + path)
             wait_for_page(page)
+            show_everything(page)
             save_screenshot(page, f"{page_id(path)}-{scheme}-{name}")
             overflow = page.evaluate(OVERFLOW_JS)
             assert overflow["page"] <= 0, f"{name}: page scrolls sideways by {overflow['page']} px: {overflow['offenders']}"
+            cue = page.evaluate(SCROLL_CUE_JS)
+            assert not cue["without_cue"], f"{name}: display formulas that scroll without a scroll shadow: {cue}"
+            punct = page.evaluate(LINE_START_PUNCT_JS)
+            assert punct["checked"] > 0
+            assert not punct["line_starts"], f"{name}: lines that start with punctuation: {punct['line_starts']}"
         finally:
             ctx.close()
+
+
+CHAPTER_PAGES = [pytest.param(url, title, id=page_id(url)) for title, src, url in NAV
+                 if re.match(r"(chapters/\d\d-[^/]+/index\.md|notebooks/ch\d\d-)", src)]
+
+
+@pytest.mark.parametrize(("path", "nav_title"), CHAPTER_PAGES)
+def test_chapter_pages_are_named_by_their_chapter(chromium_browser, site_url, path, nav_title):
+    """<title>, the nav label and the phone header (390 px) name the chapter, never a bare "正文"."""
+    number = re.search(r"(?:chapters/|notebooks/ch)(\d\d)", path).group(1)
+    chapter = f"第 {number} 章"
+    assert nav_title.startswith(chapter), f"mkdocs.yml's nav label {nav_title!r} should start with {chapter!r}"
+    ctx = new_context(chromium_browser, viewport=MOBILE, is_mobile=True, has_touch=True)
+    page = ctx.new_page()
+    try:
+        page.goto(site_url + path)
+        wait_for_page(page)
+        names = page.evaluate("""() => ({
+          title: document.title,
+          header: document.querySelector('.md-header__topic[data-md-component=header-topic] .md-ellipsis').textContent.trim(),
+          active: [...document.querySelectorAll('nav.md-nav--primary a.md-nav__link--active')]
+                    .filter(a => !a.closest('.md-nav--secondary'))  // the TOC's current heading
+                    .map(a => a.textContent.trim()).filter(Boolean),
+          bare: [...document.querySelectorAll('nav.md-nav a.md-nav__link, .md-footer__title')]
+                  .map(a => a.textContent.trim()).filter(s => /^(上一页|下一页)?\\s*正文$/.test(s)),
+        })""")
+    finally:
+        ctx.close()
+    assert names["title"].startswith(chapter), names
+    assert names["header"].startswith(chapter), names
+    assert names["active"] and all(label.startswith(chapter) for label in names["active"]), names
+    assert not names["bare"], names
 
 
 @pytest.mark.parametrize("path", CHAPTERS)

@@ -103,3 +103,71 @@ def test_search_index_keeps_terms_whole(built_site):
     assert len(present) >= 10, f"too few domain terms on the site yet: {present}"
     split = [term for term in present if term not in tokens]
     assert split == [], f"terms split by the tokenizer: {split}"
+
+
+# ---------------------------------------------------------------------------- build-time math
+
+
+def test_math_is_typeset_at_build_time_and_no_page_loads_katex(built_site):
+    """Every page holds its formulas typeset (HTML + MathML), no raw arithmatex TeX, no KaTeX script;
+    the served KaTeX stylesheet names only the woff2 fonts the site ships."""
+    typeset, offenders = 0, []
+    for page in built_site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        name = str(page.relative_to(built_site))
+        if re.search(r"<script[^>]+src=[\"'][^\"']*/(katex(\.min)?\.m?js|auto-render[^\"'/]*)[\"']", text):
+            offenders.append(f"{name}: loads a KaTeX script")
+        left = re.findall(r'<(?:span|div) class="arithmatex">\s*\\[(\[]', text)
+        if left:
+            offenders.append(f"{name}: {len(left)} arithmatex formulas left as TeX")
+        katex, mathml = text.count('<span class="katex">'), text.count('<span class="katex-mathml">')
+        if katex != mathml:
+            offenders.append(f"{name}: {katex} formulas, {mathml} with MathML")
+        typeset += katex
+    assert offenders == []
+    assert typeset > 1000
+    assert not list((built_site / "assets/katex").rglob("*.js")), "KaTeX's scripts are not shipped"
+    css = (built_site / "assets/katex/katex.min.css").read_text(encoding="utf-8")
+    urls = re.findall(r"url\(([^)]+)\)", css)
+    assert urls and all(u.endswith(".woff2") and (built_site / "assets/katex" / u).is_file() for u in urls)
+
+
+def test_math_stays_out_of_the_search_index(built_site):
+    """Formulas are typeset after the search plugin read the page: no KaTeX markup in the index."""
+    index = (built_site / "search/search_index.json").read_text(encoding="utf-8")
+    assert "katex" not in index and "MathML" not in index
+
+
+def test_bad_formula_fails_the_build_naming_page_and_formula(tmp_path):
+    page = "# 坏公式\n\n正常的 $x^2$，然后：\n\n$$\n\\frac{a}{b\n$$\n"
+    root = tiny_site(tmp_path / "bad", {"index.md": "# 首页\n\n$e^{i\\pi}+1=0$\n", "bad.md": page})
+    proc = mkdocs_build(root, tmp_path / "site")
+    assert proc.returncode != 0, "a formula KaTeX cannot parse must fail the build"
+    out = proc.stdout + proc.stderr
+    assert "bad.md" in out and "\\frac{a}{b" in out and "KaTeX" in out
+
+
+def test_render_page_typesets_labels_notebooks_and_keeps_punctuation_on_the_line():
+    """The hook itself, on a hand-written page: arithmatex, a TOC label, a notebook cell, and the
+    punctuation after an inline formula or a badge glued to it (no line may start with it)."""
+    from sitebuild.mathrender import Renderer, render_page
+
+    page = ('<span class="md-ellipsis">门也依赖 \\(c_{t-1}\\)</span>'
+            '<p>设 <span class="arithmatex">\\(a&lt;b\\)</span>，则 <a class="claim" href="#x">✔ C01</a>。</p>'
+            '<div class="arithmatex">\\[\\frac{1}{2}\\]</div>')
+    notebook = ('<div class="jupyter-wrapper"><p>若 $x_1$，则 $$y=2$$</p>'
+                '<pre>cost = $5 and $6</pre><code>$z$</code></div>')
+    renderer = Renderer()
+    try:
+        out, n = render_page(page, renderer)
+        nb_out, nb_n = render_page(notebook, renderer, notebook=True)
+    finally:
+        renderer.close()
+    assert n == 3 and out.count('<span class="katex">') == 3 and out.count('class="katex-mathml"') == 3
+    assert "\\(" not in out and "\\[" not in out and "&lt;" not in out.split('class="katex-mathml"')[0]
+    assert 'class="katex-display"' in out
+    # the formula's last part and "，" share a no-wrap span; so do the badge and "。"
+    assert '<span class="cjk-punct">，</span></span>' in out
+    assert '<span class="cjk-nobr"><a class="claim" href="#x">✔ C01</a>。</span>' in out
+    assert nb_n == 2 and 'class="katex-display"' in nb_out and "<pre>cost = $5 and $6</pre>" in nb_out
+    assert "<code>$z$</code>" in nb_out and '<span class="cjk-punct">，</span>' in nb_out

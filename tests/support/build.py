@@ -28,14 +28,15 @@ def tiny_site(where: Path, pages: dict[str, str]) -> Path:
     (docs / "includes").mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "docs/jieba-dict.txt", docs / "jieba-dict.txt")
     shutil.copy(ROOT / "docs/includes/abbreviations.md", docs / "includes/abbreviations.md")
-    shutil.copytree(ROOT / "docs/assets", docs / "assets", dirs_exist_ok=True)  # KaTeX, CSS, katex-init.js
+    shutil.copytree(ROOT / "docs/assets", docs / "assets", dirs_exist_ok=True)  # KaTeX CSS and fonts, extra.css, katex-init.js
     for name, text in pages.items():
         (docs / name).write_text(text, encoding="utf-8")
     nav = "\n".join(f"  - {name}" for name in pages)
-    (where / "mkdocs.yml").write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: docs\nnav:\n{nav}\n",
-                                      encoding="utf-8")
+    # hook paths resolve from the config's folder: name the real ones
+    (where / "mkdocs.yml").write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: docs\nnav:\n{nav}\n"
+                                      f"hooks:\n  - {ROOT / 'sitebuild/mathrender.py'}\n", encoding="utf-8")
     # the offline edition's config over the same pages (hook paths resolve from the config's folder)
     (where / "mkdocs-offline.yml").write_text(
         f"INHERIT: {ROOT / 'mkdocs-offline.yml'}\ndocs_dir: docs\nnav:\n{nav}\n"
-        f"hooks:\n  - {ROOT / 'sitebuild/hooks.py'}\n", encoding="utf-8")
+        f"hooks:\n  - {ROOT / 'sitebuild/mathrender.py'}\n  - {ROOT / 'sitebuild/hooks.py'}\n", encoding="utf-8")
     return where
