@@ -1,6 +1,6 @@
 """第 03 章的实验图表：results/additive-vs-dot.json → docs/generated/。
 
-- additive-vs-dot.svg  两幅并排的折线图：横轴 d_k（对数刻度），纵轴是第 early_step 步与训练结束时的
+- additive-vs-dot.svg  上下两幅折线图（手机宽度）：横轴 d_k（对数刻度），纵轴是第 early_step 步与训练结束时的
                        测试准确率（各种子的均值，竖线是最小值到最大值）；四种打分方式各一条线
 - additive-vs-dot.md   同样的数字，外加初始化时与训练后进入 softmax 的 logits 标准差、初始最大注意力权重
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitebuild.render.style import (NO_RESULTS, PALETTE, caption, md_caption, md_table, new_figure,
-                                    of_kind, placeholder_svg, save_svg, write_text)
+from sitebuild.render.style import (FIG_WIDTH, NO_RESULTS, PALETTE, legend_below, md_caption, md_table,
+                                    new_figure, of_kind, placeholder_svg, save_svg, write_text)
 
 KIND = "additive-vs-dot"
 SVG, MD = "additive-vs-dot.svg", "additive-vs-dot.md"
@@ -39,7 +39,7 @@ def render_figure(results: list[dict], out_dir: Path) -> None:
         placeholder_svg(out_dir, SVG, "加性注意力与点积注意力：查表任务的准确率")
         return
     cfg = r["config"]
-    fig, axes = new_figure(8.0, 3.9, ncols=2, sharey=True)
+    fig, axes = new_figure(FIG_WIDTH, 5.6, nrows=2, sharex=True)
     panels = ((axes[0], "early_accuracy", f"训练 {cfg['early_step']} 步后"),
               (axes[1], "accuracy", f"训练 {cfg['steps']} 步后（结束）"))
     for ax, key, title in panels:
@@ -57,13 +57,14 @@ def render_figure(results: list[dict], out_dir: Path) -> None:
                         linestyle=STYLES[mech], capsize=3)
         ax.set_xscale("log", base=2)
         ax.set_xticks(cfg["d_k_values"], [str(d) for d in cfg["d_k_values"]])
-        ax.set_xlabel("d_k（加性注意力：隐藏层宽度 d_h）")
+        ax.minorticks_off()
         ax.set_title(title)
         ax.set_ylim(0.0, 1.02)
-    axes[0].set_ylabel(f"测试准确率（{len(cfg['seeds'])} 个种子的均值）")
-    axes[1].legend(loc="upper right", bbox_to_anchor=(1.0, 0.9), fontsize=8)
-    fig.text(0.01, -0.02, caption(r), fontsize=7, ha="left", va="top")
-    save_svg(fig, out_dir / SVG)
+        ax.set_ylabel(f"测试准确率（{len(cfg['seeds'])} 个种子均值）")
+    axes[1].set_xlabel("d_k（加性注意力：隐藏层宽度 d_h）")
+    legend_below(axes[1])
+    fig.subplots_adjust(hspace=0.3)
+    save_svg(fig, out_dir / SVG, sources=[r])
 
 
 def _pct(x: float) -> str:

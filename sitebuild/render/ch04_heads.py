@@ -1,7 +1,7 @@
 """第 04 章的实验图表：results/multi-head.json → docs/generated/。
 
-- heads-sweep.svg      左：玩具任务的准确率随头数 h 的变化（d_model 固定，各种子的均值，竖线为最小–最大）；
-                       右：论文表 3 (A) 的 BLEU 随 h 的变化（抄录，不是测量），两边同样的横轴
+- heads-sweep.svg      上：玩具任务的准确率随头数 h 的变化（d_model 固定，各种子的均值，竖线为最小–最大）；
+                       下：论文表 3 (A) 的 BLEU 随 h 的变化（抄录，不是测量），同样的横轴
 - heads-sweep.md       同样的数字，外加 d_k、参数量、最大的单头消融代价、1 个百分点以内可剪掉的头数
 - heads-attention.svg  种子 0 的平均注意力图：h = 1 的唯一一个头，和 h = 8 的 8 个头
 - heads-pruning.svg    h = 8 与 h = 16：按单头消融代价从小到大累积剪头，准确率随剪掉头数的变化
@@ -14,8 +14,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitebuild.render.style import (NO_RESULTS, PALETTE, caption, md_caption, md_table, new_figure,
-                                    of_kind, placeholder_svg, save_svg, write_text)
+from matplotlib.ticker import MaxNLocator
+
+from sitebuild.render.style import (FIG_WIDTH, LINESTYLES, MARKERS, NO_RESULTS, PALETTE, legend_below, md_caption,
+                                    md_table, new_figure, of_kind, placeholder_svg, save_svg, weight_colormap,
+                                    write_text)
 from snippets.experiments.heads import PAPER_TABLE3_A
 
 KIND = "multi-head"
@@ -45,7 +48,7 @@ def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
     if r is None:
         placeholder_svg(out_dir, SWEEP_SVG, "头数 h 与准确率：玩具任务与论文表 3 (A)")
         return
-    fig, (ax, bx) = new_figure(8.0, 3.6, ncols=2)
+    fig, (ax, bx) = new_figure(FIG_WIDTH, 5.8, nrows=2)
     rows = sorted(r["summary"], key=lambda s: s["h"])
     x = [s["h"] for s in rows]
     mean = [s["accuracy_mean"] for s in rows]
@@ -55,17 +58,19 @@ def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
     ax.set_xticks(x, [f"{s['h']}\n({s['d_k']})" for s in rows])
     ax.set_xlabel(f"头数 h（括号里是 d_k），d_model = {r['model']['d_model']}")
     ax.set_ylabel(f"测试准确率（{len(r['config']['seeds'])} 个种子）")
+    ax.minorticks_off()
     ax.set_ylim(0.0, 1.02)
     ax.set_title("玩具任务：同时取回三个邻居")
     px = [p["h"] for p in PAPER_TABLE3_A]
     bx.plot(px, [p["bleu"] for p in PAPER_TABLE3_A], color=PALETTE[1], marker="s")
     bx.set_xscale("log", base=2)
     bx.set_xticks(px, [f"{p['h']}\n({p['d_k']})" for p in PAPER_TABLE3_A])
+    bx.minorticks_off()
     bx.set_xlabel("头数 h（括号里是 d_k），d_model = 512")
-    bx.set_ylabel("BLEU（newstest2013 开发集）")
+    bx.set_ylabel("BLEU（newstest2013）")
     bx.set_title("论文表 3 (A) 与 base 行（抄录）")
-    fig.text(0.01, -0.04, caption(r), fontsize=7, ha="left", va="top")
-    save_svg(fig, out_dir / SWEEP_SVG)
+    fig.subplots_adjust(hspace=0.65)
+    save_svg(fig, out_dir / SWEEP_SVG, sources=[r])
 
 
 def render_sweep_table(results: list[dict], out_dir: Path) -> None:
@@ -100,8 +105,8 @@ def _map_runs(r: dict) -> list[tuple[str, list]]:
             continue
         for i, m in enumerate(run["mean_attention"]):
             info = run["heads"][i]
-            drop = f"，消融 −{100 * info['drop']:.0f}%" if "drop" in info else ""
-            panels.append((f"h={h} 头 {i}（位移 {_offset(info['top_offset'])}{drop}）", m))
+            drop = f" −{100 * info['drop']:.0f}%" if "drop" in info else ""
+            panels.append((f"h={h} 头{i}\n{_offset(info['top_offset'])}{drop}", m))
     return panels
 
 
@@ -113,23 +118,22 @@ def render_maps(results: list[dict], out_dir: Path) -> None:
         return
     ncols = 3
     nrows = (len(panels) + ncols - 1) // ncols
-    fig, axes = new_figure(7.2, 2.35 * nrows, nrows=nrows, ncols=ncols, squeeze=False)
+    fig, axes = new_figure(FIG_WIDTH, 1.75 * nrows + 0.3, nrows=nrows, ncols=ncols, squeeze=False)
     scored = r["task"]["scored_positions"]
     for ax in axes.flat:
         ax.set_visible(False)
     for ax, (title, m) in zip(axes.flat, panels):
         ax.set_visible(True)
-        ax.imshow(m, cmap="Blues", vmin=0.0, vmax=1.0, interpolation="nearest")
-        ax.set_title(title, fontsize=7.5)
+        ax.imshow(m, cmap=weight_colormap(), vmin=0.0, vmax=1.0, interpolation="nearest")
+        ax.set_title(title, fontsize=10)
         ax.grid(False)
         ax.set_xticks([0, len(m) - 1])
         ax.set_yticks([scored[0], scored[-1]])
-        ax.tick_params(labelsize=6)
-        ax.set_xlabel("键的位置 j", fontsize=7)
-        ax.set_ylabel("查询 i", fontsize=7)
-    fig.tight_layout()
-    fig.text(0.01, -0.01, caption(r), fontsize=7, ha="left", va="top")
-    save_svg(fig, out_dir / MAPS_SVG)
+    fig.supxlabel("键的位置 j", fontsize=10)
+    fig.suptitle("每幅：h、头号；最常看的相对位移、单头消融代价", fontsize=10)
+    fig.supylabel("查询的位置 i", fontsize=10)
+    fig.subplots_adjust(hspace=0.55, wspace=0.35)
+    save_svg(fig, out_dir / MAPS_SVG, sources=[r])
 
 
 def render_pruning(results: list[dict], out_dir: Path) -> None:
@@ -138,19 +142,18 @@ def render_pruning(results: list[dict], out_dir: Path) -> None:
     if not runs:
         placeholder_svg(out_dir, PRUNE_SVG, "逐个剪掉头之后的准确率")
         return
-    fig, ax = new_figure(6.4, 3.6)
-    styles = {0: "-", 1: "--", 2: ":"}
+    fig, ax = new_figure(FIG_WIDTH, 3.0)
     for ci, h in enumerate(PRUNE_H):
         for j, run in enumerate(x for x in runs if x["h"] == h):
             curve = run["prune_curve"]
-            ax.plot(range(len(curve)), curve, color=PALETTE[ci], linestyle=styles.get(j, "-"), marker=".",
-                    label=f"h = {h}，种子 {run['seed']}")
-    ax.set_xlabel("按单头消融代价从小到大，累积剪掉的头数")
+            ax.plot(range(len(curve)), curve, color=PALETTE[ci], linestyle=LINESTYLES[j % len(LINESTYLES)],
+                    marker=MARKERS[2 * ci + j % 2], markersize=4, label=f"h = {h}，种子 {run['seed']}")
+    ax.set_xlabel("累积剪掉的头数\n（按单头消融代价从小到大）")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylabel("准确率（消融评估集）")
     ax.set_ylim(0.0, 1.02)
-    ax.legend(fontsize=7, loc="lower left")
-    fig.text(0.01, -0.04, caption(r), fontsize=7, ha="left", va="top")
-    save_svg(fig, out_dir / PRUNE_SVG)
+    legend_below(ax, ncol=2, gap=0.7)
+    save_svg(fig, out_dir / PRUNE_SVG, sources=[r])
 
 
 def render_ablation_table(results: list[dict], out_dir: Path) -> None:

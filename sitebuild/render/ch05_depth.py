@@ -1,7 +1,7 @@
 """第 05 章的实验图表：results/depth-gradients.json 与 results/postln-warmup.json → docs/generated/。
 
-- depth-gradients.svg  左：初始化时逐层参数梯度范数（Xavier 初始化，6 层与 12 层，Post-LN 与 Pre-LN）；
-                       右：12 层栈里残差流的均方根随层号的变化
+- depth-gradients.svg  上：初始化时逐层参数梯度范数（Xavier 初始化，6 层与 12 层，Post-LN 与 Pre-LN）；
+                       下：12 层栈里残差流的均方根随层号的变化
 - depth-gradients.md   逐层数字（Xavier 初始化）和首末层之比（两种初始化）
 - postln-warmup.svg    四种条件（Post/Pre-LN × 有无预热）的训练损失曲线，每个种子一条细线
 - postln-warmup.md     每种条件「学会 / 没学会 / 发散」的种子数和末尾损失
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitebuild.render.style import (NO_RESULTS, PALETTE, TEXT_COLOR, caption, md_caption, md_table, new_figure,
-                                    of_kind, placeholder_svg, save_svg, write_text)
+from sitebuild.render.style import (FIG_WIDTH, NO_RESULTS, PALETTE, TEXT_COLOR, legend_below, md_caption, md_table,
+                                    new_figure, of_kind, placeholder_svg, save_svg, write_text)
 
 DEPTH_KIND, WARMUP_KIND = "depth-gradients", "postln-warmup"
 NORM_LABEL = {"post": "Post-LN", "pre": "Pre-LN"}
@@ -43,7 +43,7 @@ def render_depth_figure(results: list[dict], out_dir: Path) -> None:
         placeholder_svg(out_dir, "depth-gradients.svg", "初始化时的逐层梯度范数")
         return
     depths = sorted(r["config"]["depths"])
-    fig, (left, right) = new_figure(8.6, 3.8, ncols=2)
+    fig, (left, right) = new_figure(FIG_WIDTH, 6.6, nrows=2)
     for norm in ("post", "pre"):
         for depth in depths:
             row = _row(r, "xavier", depth, norm)
@@ -51,29 +51,30 @@ def render_depth_figure(results: list[dict], out_dir: Path) -> None:
                 continue
             layers = list(range(1, depth + 1))
             deepest = depth == depths[-1]
-            left.plot(layers, row["param_grad"], color=NORM_COLOR[norm], marker="o" if deepest else "s",
+            left.plot(layers, row["param_grad"], color=NORM_COLOR[norm],
+                      marker=("o" if deepest else "s") if norm == "post" else ("^" if deepest else "D"),
                       linestyle="-" if deepest else "--", markersize=4 if deepest else 3,
                       label=f"{NORM_LABEL[norm]}，{depth} 层")
     left.set_xlabel("层号 l（1 = 最靠近输入）")
-    left.set_ylabel("‖∂L/∂θ_l‖（第 l 层全部参数）")
-    left.set_title("初始化时的逐层参数梯度范数")
+    left.set_ylabel("梯度范数 ‖∂L/∂θ_l‖")
+    left.set_title("初始化时的逐层参数梯度范数\n（θ_l：第 l 层的全部参数）")
     left.set_ylim(bottom=0)
-    left.legend(fontsize=8)
+    legend_below(left, ncol=2)
     deepest = depths[-1]
     for norm in ("post", "pre"):
         row = _row(r, "xavier", deepest, norm)
         if row is not None:
-            right.plot(range(deepest + 1), row["stream_rms"], color=NORM_COLOR[norm], marker="o", markersize=4,
+            right.plot(range(deepest + 1), row["stream_rms"], color=NORM_COLOR[norm], markersize=4,
+                       marker="o" if norm == "post" else "^", linestyle="-" if norm == "post" else "--",
                        label=NORM_LABEL[norm])
     right.set_xlabel("层号 l（0 = 输入 x_0）")
     right.set_ylabel("残差流 x_l 的均方根")
     right.set_title(f"{deepest} 层栈里残差流的大小")
     right.set_ylim(bottom=0)
-    right.legend(fontsize=8)
     seeds = len(r["config"]["seeds"])
-    fig.text(0.01, -0.02, f"Xavier 初始化，float64，{seeds} 个种子的平均。" + caption(r),
-             fontsize=7, ha="left", va="top", color=TEXT_COLOR)
-    save_svg(fig, out_dir / "depth-gradients.svg")
+    legend_below(right, ncol=2, title=f"Xavier 初始化，float64，{seeds} 个种子的平均")
+    fig.subplots_adjust(hspace=0.75)
+    save_svg(fig, out_dir / "depth-gradients.svg", sources=[r])
 
 
 def render_depth_table(results: list[dict], out_dir: Path) -> None:
@@ -114,7 +115,7 @@ def render_depth_table(results: list[dict], out_dir: Path) -> None:
 CONDITION_LABEL = {("post", False): "Post-LN，不预热", ("post", True): "Post-LN，预热",
                    ("pre", False): "Pre-LN，不预热", ("pre", True): "Pre-LN，预热"}
 CONDITION_STYLE = {("post", False): (PALETTE[3], "-"), ("post", True): (PALETTE[1], "--"),
-                   ("pre", False): (PALETTE[0], "-"), ("pre", True): (PALETTE[4], ":")}
+                   ("pre", False): (PALETTE[0], "-."), ("pre", True): (PALETTE[4], ":")}  # 线型各不相同
 
 
 def render_warmup_figure(results: list[dict], out_dir: Path) -> None:
@@ -124,7 +125,7 @@ def render_warmup_figure(results: list[dict], out_dir: Path) -> None:
         return
     cfg = r["config"]
     lr = max(cfg["lrs"])
-    fig, ax = new_figure(7.0, 4.0)
+    fig, ax = new_figure(FIG_WIDTH, 3.2)
     for cond, label in CONDITION_LABEL.items():
         color, style = CONDITION_STYLE[cond]
         runs = [x for x in r["runs"] if (x["norm"], x["warmup"]) == cond and x["lr"] == lr]
@@ -134,16 +135,15 @@ def render_warmup_figure(results: list[dict], out_dir: Path) -> None:
             ax.plot(steps, losses, color=color, linestyle=style, linewidth=1.1, alpha=0.85,
                     label=label if i == 0 else None)
     ax.axhline(cfg["chance_loss"], color=TEXT_COLOR, linewidth=0.8, linestyle="-.")
-    ax.text(cfg["steps"], cfg["chance_loss"] + 0.05, "ln V：均匀猜测", ha="right", va="bottom", fontsize=8)
+    ax.text(cfg["steps"], cfg["chance_loss"] + 0.05, "ln V：均匀猜测", ha="right", va="bottom")
     ax.axvline(cfg["warmup_steps"], color=TEXT_COLOR, linewidth=0.8, linestyle=":")
-    ax.text(cfg["warmup_steps"] + 2, 0.15, "预热结束", fontsize=8, va="bottom")
+    ax.text(cfg["warmup_steps"] + 2, 0.15, "预热结束", va="bottom")
     ax.set_xlabel("训练步数")
     ax.set_ylabel("训练损失（每步一个新批）")
-    ax.set_title(f"{cfg['num_layers']} 层编码器、峰值学习率 {lr:g}：每个种子一条线")
+    ax.set_title(f"{cfg['num_layers']} 层编码器、峰值学习率 {lr:g}\n每个种子一条线")
     ax.set_ylim(0, cfg["chance_loss"] + 0.5)
-    ax.legend(fontsize=8, loc="center right")
-    fig.text(0.01, -0.02, caption(r), fontsize=7, ha="left", va="top", color=TEXT_COLOR)
-    save_svg(fig, out_dir / "postln-warmup.svg")
+    legend_below(ax, ncol=2)
+    save_svg(fig, out_dir / "postln-warmup.svg", sources=[r])
 
 
 def render_warmup_table(results: list[dict], out_dir: Path) -> None:

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitebuild.render.style import (NO_RESULTS, PALETTE, caption, md_caption, md_table, new_figure,
-                                    of_kind, placeholder_svg, save_svg, write_text)
+from sitebuild.render.style import (FIG_WIDTH, NO_RESULTS, PALETTE, legend_below, log_ticks, md_caption, md_table,
+                                    new_figure, of_kind, placeholder_svg, save_svg, series_style, write_text)
 
 INIT_LABELS = {
     "t2t": "N(0, 1/d) 且 ×√d（tensor2tensor）",
@@ -37,18 +37,19 @@ def render_scale_figure(results: list[dict], out_dir: Path) -> None:
     if r is None:
         placeholder_svg(out_dir, "embedding-scale.svg", "共享嵌入的初始化尺度：倒序任务的训练损失")
         return
-    fig, ax = new_figure(6.4, 3.8)
+    fig, ax = new_figure(FIG_WIDTH, 3.0)
     for i, init in enumerate(r["config"]["inits"]):
         runs = [x for x in r["runs"] if x["init"] == init]
         steps = [c["step"] for c in runs[0]["curve"]]
         mean = [sum(x["curve"][j]["loss"] for x in runs) / len(runs) for j in range(len(steps))]
-        ax.plot(steps, mean, label=INIT_LABELS[init], color=PALETTE[i], marker="os^"[i], markevery=2)
+        ax.plot(steps, mean, label=INIT_LABELS[init], markevery=2, **series_style(i))
     ax.set_yscale("log")
+    log_ticks(ax.yaxis)
     ax.set_xlabel("训练步数")
-    ax.set_ylabel(f"训练损失（每 {r['config']['log_every']} 步平均，{len(r['config']['seeds'])} 个种子的均值）")
-    ax.legend(fontsize=8, loc="lower left")
-    fig.text(0.01, -0.02, caption(r), fontsize=7, ha="left", va="top")
-    save_svg(fig, out_dir / "embedding-scale.svg")
+    ax.set_ylabel("训练损失")
+    ax.set_title(f"每 {r['config']['log_every']} 步平均，{len(r['config']['seeds'])} 个种子的均值")
+    legend_below(ax)
+    save_svg(fig, out_dir / "embedding-scale.svg", sources=[r])
 
 
 def render_scale_table(results: list[dict], out_dir: Path) -> None:
@@ -92,19 +93,21 @@ def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
     if r is None:
         placeholder_svg(out_dir, "vocab-sweep.svg", "词表大小与每句平均词元数")
         return
-    fig, ax = new_figure(6.4, 4.0)
+    fig, ax = new_figure(FIG_WIDTH, 3.0)
     for i, s in enumerate(r["sweeps"]):
         pts = s["points"]
-        ax.plot([p["vocab_size"] for p in pts], [p["tokens_mean"] for p in pts], color=PALETTE[i], marker="o",
+        ax.plot([p["vocab_size"] for p in pts], [p["tokens_mean"] for p in pts], color=PALETTE[i],
+                marker="o" if i == 0 else "^",
                 label=f"{LANG_LABELS[s['lang']]}：字符起步的 BPE（本章代码）")
         ax.plot([p["byte_level_vocab_size"] for p in pts], [p["byte_level_tokens_mean"] for p in pts],
-                color=PALETTE[i], marker="s", linestyle="--", label=f"{LANG_LABELS[s['lang']]}：字节级 BPE（tokenizers）")
+                color=PALETTE[i], marker="s" if i == 0 else "D", linestyle="--" if i == 0 else ":",
+                label=f"{LANG_LABELS[s['lang']]}：字节级 BPE（tokenizers）")
     ax.set_xscale("log")
-    ax.set_xlabel("词表大小（基本符号 + 合并数，对数刻度）")
+    log_ticks(ax.xaxis)
+    ax.set_xlabel("词表大小（基本符号 + 合并数）")
     ax.set_ylabel("每句平均词元数")
-    ax.legend(fontsize=8)
-    fig.text(0.01, -0.02, caption(r), fontsize=7, ha="left", va="top")
-    save_svg(fig, out_dir / "vocab-sweep.svg")
+    legend_below(ax)
+    save_svg(fig, out_dir / "vocab-sweep.svg", sources=[r])
 
 
 def render_sweep_table(results: list[dict], out_dir: Path) -> None:

@@ -6,7 +6,7 @@ render_attention_heatmaps(results, out_dir) 在 results（已读入的结果字�
 - attn-encoder-self.svg     编码器最后一层自注意力（各头平均），n × n
 - attn-decoder-masked.svg   解码器最后一层掩码自注意力，m × m；对角线右上方的三角形用斜线标出（权重恒为 0）
 - attn-cross.svg            解码器最后一层交叉注意力，m × n
-- copy-task.md              准确率、训练时间、步数、设备、torch 版本、日期、结果文件的小表
+- copy-task.md              任务、模型、训练、准确率与训练时间的小表，表下一行出处（设备、torch 版本、日期、commit、结果文件）
 
 同样的输入得到逐字节相同的 SVG（sitebuild.render.style.save_svg）。
 """
@@ -17,11 +17,10 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.colors import LinearSegmentedColormap, to_rgb
 from matplotlib.patches import Polygon
 
-from sitebuild.render.style import (NO_RESULTS, PALETTE, TEXT_COLOR, apply_style, caption, md_table,
-                                    placeholder_svg, save_svg)
+from sitebuild.render.style import (FIG_WIDTH, MIN_FONT, NO_RESULTS, TEXT_COLOR, apply_style, md_caption, md_table,
+                                    placeholder_svg, save_svg, weight_colormap)
 
 BOS_LABEL = "BOS"
 
@@ -31,12 +30,6 @@ def find_copy_task(results: list[dict]) -> dict | None:
         if result.get("kind") == "copy-task":
             return result
     return None
-
-
-def _colormap() -> LinearSegmentedColormap:
-    # 权重 0 → 完全透明，权重 1 → 不透明的蓝色：浅色和深色页面上都读得清
-    r, g, b = to_rgb(PALETTE[0])
-    return LinearSegmentedColormap.from_list("attn", [(r, g, b, 0.0), (r, g, b, 1.0)])
 
 
 def _upper_triangle(n: int) -> Polygon:
@@ -49,25 +42,26 @@ def _upper_triangle(n: int) -> Polygon:
 
 
 def _heatmap(weights: list[list[float]], row_labels: list[str], col_labels: list[str],
-             title: str, xlabel: str, ylabel: str, caption: str, path: Path,
+             title: str, xlabel: str, ylabel: str, source: dict, path: Path,
              causal: bool = False) -> None:
     w = np.asarray(weights, dtype=float)                     # (n_q, n_k)
     n_q, n_k = w.shape
     apply_style()
-    fig, ax = plt.subplots(figsize=(0.48 * n_k + 2.2, 0.48 * n_q + 1.6))
+    cell = min(0.36, 2.9 / n_k)                              # 手机宽度：格子连同色条和标签不超过 FIG_WIDTH
+    fig, ax = plt.subplots(figsize=(min(FIG_WIDTH, cell * n_k + 1.3), cell * n_q + 1.6))
     ax.grid(False)
     shown = np.ma.masked_where(np.triu(np.ones_like(w, dtype=bool), k=1), w) if causal else w
-    image = ax.imshow(shown, cmap=_colormap(), vmin=0.0, vmax=1.0, aspect="equal",
+    image = ax.imshow(shown, cmap=weight_colormap(), vmin=0.0, vmax=1.0, aspect="equal",
                       interpolation="nearest")
     if causal:
         ax.add_patch(_upper_triangle(n_q))
-        title += "\n斜线区域：因果掩码遮住的未来位置，权重恒为 0"
+        title += "\n斜线：因果掩码遮住的未来位置，权重恒为 0"
     for i in range(n_q):
         for j in range(n_k):
             if (causal and j > i) or w[i, j] < 0.005:       # 被遮住的格子、四舍五入为 0 的格子不标数
                 continue
             ax.text(j, i, f"{w[i, j]:.2f}".lstrip("0") if w[i, j] < 1 else "1", ha="center",
-                    va="center", fontsize=7, color="#ffffff" if w[i, j] > 0.55 else TEXT_COLOR)
+                    va="center", fontsize=MIN_FONT, color="#ffffff" if w[i, j] > 0.55 else TEXT_COLOR)
     ax.set_xticks(range(n_k), col_labels)
     ax.set_yticks(range(n_q), row_labels)
     ax.tick_params(length=0)
@@ -77,8 +71,7 @@ def _heatmap(weights: list[list[float]], row_labels: list[str], col_labels: list
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     fig.colorbar(image, ax=ax, fraction=0.046, pad=0.03).outline.set_visible(False)
-    fig.text(0.01, 0.0, caption, fontsize=7, ha="left", va="top")
-    save_svg(fig, path)
+    save_svg(fig, path, sources=[source])
 
 
 def _labels(tokens: list[int]) -> list[str]:
@@ -96,23 +89,22 @@ def render_attention_heatmaps(results: list[dict], out_dir: Path) -> None:
             placeholder_svg(out_dir, name, "复制任务的注意力热图")
         return
     att = result["attention"]
-    caption_text = caption(result)
     where = f"第 {att['layer'] + 1} 层（最后一层），{att['num_heads']} 个头平均"
     src = _labels(att["src_tokens"])
     tgt_in = [BOS_LABEL] + _labels(att["tgt_input_tokens"][1:])
-    _heatmap(att["encoder_self"], src, src, f"编码器自注意力（{where}）",
-             "键：源句词元", "查询：源句词元", caption_text, out_dir / "attn-encoder-self.svg")
-    _heatmap(att["decoder_masked_self"], tgt_in, tgt_in, f"解码器掩码自注意力（{where}）",
-             "键：解码器输入（右移一位）", "查询：解码器输入（右移一位）", caption_text,
+    _heatmap(att["encoder_self"], src, src, f"编码器自注意力\n{where}",
+             "键：源句词元", "查询：源句词元", result, out_dir / "attn-encoder-self.svg")
+    _heatmap(att["decoder_masked_self"], tgt_in, tgt_in, f"解码器掩码自注意力\n{where}",
+             "键：解码器输入（右移一位）", "查询：解码器输入（右移一位）", result,
              out_dir / "attn-decoder-masked.svg", causal=True)
-    _heatmap(att["cross"], tgt_in, src, f"交叉注意力（{where}）",
-             "键 / 值：源句词元（编码器输出）", "查询：解码器输入（右移一位）", caption_text,
+    _heatmap(att["cross"], tgt_in, src, f"交叉注意力\n{where}",
+             "键 / 值：源句词元（编码器输出）", "查询：解码器输入（右移一位）", result,
              out_dir / "attn-cross.svg")
     (out_dir / "copy-task.md").write_text(copy_task_table(result), encoding="utf-8")
 
 
 def copy_task_table(result: dict) -> str:
-    hp, prov = result["hyperparameters"], result["provenance"]
+    hp = result["hyperparameters"]
     task = {"copy": "复制（copy）：目标 = 源句", "reverse": "倒序（reverse）：目标 = 源句倒序"}[hp["task"]]
     norm = "Pre-LN" if hp["norm_first"] else "Post-LN"
     tied = "三处共享" if hp["tie_weights"] else "不共享"
@@ -126,14 +118,8 @@ def copy_task_table(result: dict) -> str:
         ("贪心解码逐词准确率", f"{100 * result['greedy_token_accuracy']:.2f}%"
                              f"（{hp['eval_sequences']} 条新序列，带 KV 缓存）"),
         ("训练时间", f"{result['train_seconds']:.1f} s（{hp['num_threads']} 个 CPU 线程）"),
-        ("设备", f"CPU：{prov['device']['name']}"),
-        ("torch 版本", prov["torch_version"]),
-        ("日期（UTC）", prov["date_utc"][:10]),
-        ("git 提交", f"`{prov['git']['commit'][:12]}`" + ("（工作区有改动）" if prov["git"]["dirty"] else "")),
-        ("命令", f"`{prov['command']}`"),
-        ("结果文件", f"`{result['_file']}`"),
     ]
-    return md_table(["项目", "值"], rows)
+    return md_table(["项目", "值"], rows) + "\n" + md_caption(result)
 
 
 RENDERERS = [render_attention_heatmaps]

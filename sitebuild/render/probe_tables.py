@@ -7,9 +7,9 @@ from pathlib import Path
 from snippets.probes.facts import TABLE1
 from snippets.probes.results import KIND
 
-from sitebuild.render.probe_select import (LAYERS, ORDER, device_short, fmt_bytes, fmt_int, fmt_slope, fmt_time,
+from sitebuild.render.probe_select import (LAYERS, ORDER, fmt_bytes, fmt_int, fmt_slope, fmt_time,
                                            primary, probe_results, short)
-from sitebuild.render.style import NO_RESULTS, device_label, md_caption, write_text
+from sitebuild.render.style import NO_RESULTS, device_label, md_caption, source_line, write_text
 
 
 def _series(r, sweep, layer, mode="fwd", dtype=None):
@@ -321,19 +321,18 @@ def render_provenance(results: list[dict], out_dir: Path) -> None:
     if not rows:
         return write_text(out_dir, name, NO_RESULTS)
     chosen = {id(x) for x in probe_results(results)}
-    lines = ["| 文件 | 设备 | torch | 日期（UTC） | git commit | 预设 | 命令 | 耗时 | 用于图表 |",
-             "|---|---|---|---|---|---|---|---|---|"]
+    # 一行一个结果文件（不是多列的表）：设备 · torch · 日期 · commit · 预设 · 文件，再加命令与耗时
+    lines = []
     for r in rows:
         p = r["provenance"]
         dirty = p["git"].get("dirty_paths") or []
-        commit = f"`{p['git']['commit'][:12]}`" + (
-            f"（有未提交改动：{'、'.join(f'`{x}`' for x in dirty[:5])}{' 等' if len(dirty) > 5 else ''}）" if dirty
-            else ("（有未提交改动）" if p["git"]["dirty"] else ""))
-        lines.append(f"| `{r['_file']}` | {device_label(r)} | {p['torch_version']} | {p['date_utc']} | {commit} | "
-                     f"{r.get('preset')} | `{p['command']}` | {p['runtime_s']:.0f} s | {'是' if id(r) in chosen else '否'} |")
+        changed = (f"（有未提交改动：{'、'.join(f'`{x}`' for x in dirty[:5])}{' 等' if len(dirty) > 5 else ''}）"
+                   if dirty else "")
+        unused = "" if id(r) in chosen else "（未用于图表）"
+        lines.append(f"{source_line(r)}{changed} · 命令 `{p['command']}` · 耗时 {p['runtime_s']:.0f} s{unused}")
     if not any(r["provenance"]["device"]["type"] == "cuda" for r in rows):
-        lines += ["", "GPU: pending —— 尚无真实 GPU 的结果文件。"]
-    write_text(out_dir, name, "\n".join(lines) + "\n")
+        lines.append("GPU: pending —— 尚无真实 GPU 的结果文件。")
+    write_text(out_dir, name, '<p class="provenance" markdown>' + "<br>\n".join(lines) + "</p>\n")
 
 
 RENDERERS = [render_table1, render_flops_table, render_memory_table, render_gradient_table,

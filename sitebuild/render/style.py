@@ -2,11 +2,11 @@
 
 用法（usage）::
 
-    from sitebuild.render.style import new_figure, save_svg, PALETTE, caption
+    from sitebuild.render.style import new_figure, save_svg, PALETTE
     apply_style()                      # 设置 rcParams（幂等，可重复调用）
     fig, ax = new_figure()             # 或者 plt.subplots()，尺寸自定
     ax.plot(x, y, color=PALETTE[0])
-    save_svg(fig, "docs/generated/xxx.svg")
+    save_svg(fig, "docs/generated/xxx.svg", sources=[r])   # r：画图用到的结果（出处说明由此生成）
 
 设计要点（why these settings）:
 
@@ -14,16 +14,24 @@
   可被搜索/复制）；字体族列表以 ``sans-serif`` 结尾，浏览器总能找到一个字体。
 - ``svg.hashsalt`` 固定、``metadata={"Date": None}``：同样的输入得到逐字节相同的 SVG
   （clip-path 等 id 由 hashsalt 决定，不含日期）。
-- 背景透明；调色板与文字颜色在白底（Material 默认）和深色 slate 底上对比度都 ≥ 3:1
-  （见 ``contrast_ratio``，测试会检查）。
-- 说明文字（``caption``、``md_caption``）写明设备、torch 版本、日期、commit 和结果文件：
-  每张生成的图和表都能追溯到产生它的那次运行。
+- 按手机宽度设计（phone-first）：图宽 ``FIG_WIDTH`` = 4.2 英寸（约 300 pt），所有文字 ≥ ``MIN_FONT``
+  = 10 pt。手机正文栏宽约 358 CSS px（390 px 屏幕），图被缩放到这个宽度时文字约 11.5 px；桌面上
+  图按原尺寸显示（CSS ``max-width: 100%``，不放大），文字约 13 px。多幅子图上下堆叠，图例放在坐标轴
+  外面（下方），曲线同时用颜色、标记和线型区分。对数刻度写成 1e-6 这样的普通文字，不用 mathtext：
+  mathtext 的上标字号只有 70%（中文字体也没有 Unicode 上标数字）。
+- 背景透明；调色板在白底（Material 默认）和深色 slate 底上对比度都 ≥ 3:1（见 ``contrast_ratio``，
+  测试会检查）。文字与坐标轴用深灰 ``TEXT_COLOR``；``sitebuild.figures`` 另存一份把它换成浅灰
+  ``DARK_TEXT_COLOR`` 的 ``*-dark.svg``，页面用 ``#only-light`` / ``#only-dark`` 各显示一份。
+- 出处（设备、torch 版本、日期、commit）不画进图里：``save_svg(fig, path, sources=[r])`` 只把结果
+  文件名写进 SVG 的元数据（``dc:source``），``sitebuild.figures`` 据此写出图旁边的一行 HTML
+  说明（``<图名>.source.md``，页面用 ``--8<--`` 引入）。表格下面是同样的一行（``md_caption``）。
 
 本模块只依赖 matplotlib，不导入 torch。
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import matplotlib
@@ -60,9 +68,26 @@ PALETTE: list[str] = [
     "#b08900",  # 赭 ochre
     "#e03131",  # 红 red
 ]
-# 文字、坐标轴、网格用的灰色（两种背景上对比度都约 4:1）。
-TEXT_COLOR = "#7a7f87"
-GRID_COLOR = "#7a7f8740"  # 同色，25% 不透明度
+# 文字、坐标轴、网格：浅色页面上用深灰（对白底 9.5:1）；*-dark.svg 里换成浅灰（对 slate 底 9.8:1）。
+TEXT_COLOR = "#41464d"
+DARK_TEXT_COLOR = "#c5c9d0"
+GRID_COLOR = TEXT_COLOR + "40"  # 同色，25% 不透明度
+# 曲线的标记与线型：与颜色一起区分系列（色觉差异、黑白打印）。
+MARKERS: list[str] = ["o", "s", "^", "D", "v", "P", "X", "*"]
+LINESTYLES: list[str] = ["-", "--", ":", "-."]
+
+
+def series_style(i: int) -> dict:
+    """第 i 条曲线的颜色、标记和线型（三者一起变）；颜色用完一轮后，标记和线型错开，不与前一轮重复。"""
+    lap = i // len(PALETTE)
+    return {"color": PALETTE[i % len(PALETTE)], "marker": MARKERS[(i + 3 * lap) % len(MARKERS)],
+            "linestyle": LINESTYLES[(i + lap) % len(LINESTYLES)]}
+
+# 手机优先的尺寸（见模块说明）。PHONE_COLUMN_PX 是 390 px 屏幕上正文栏的宽度（浏览器测试实测）。
+FIG_WIDTH = 4.2
+MIN_FONT = 10.0
+PHONE_COLUMN_PX = 358
+MIN_TEXT_PX = 11.0
 
 SVG_HASHSALT = "transformer-paper-verified"
 
@@ -75,7 +100,14 @@ RC_PARAMS: dict[str, object] = {
     # 字体（font）：通用族 sans-serif 指向上面的列表；SVG 中会以 "..., sans-serif" 结尾
     "font.family": ["sans-serif"],
     "font.sans-serif": FONT_FAMILY[:-1],
-    "font.size": 10.0,
+    "font.size": MIN_FONT,
+    "axes.titlesize": 11.0,
+    "axes.labelsize": MIN_FONT,
+    "xtick.labelsize": MIN_FONT,
+    "ytick.labelsize": MIN_FONT,
+    "legend.fontsize": MIN_FONT,
+    "figure.titlesize": 11.0,
+    "legend.frameon": False,
     "axes.unicode_minus": False,  # 负号用 ASCII "-"，任何字体都有
     "mathtext.fontset": "dejavusans",
     # 透明背景（transparent background）
@@ -99,9 +131,9 @@ RC_PARAMS: dict[str, object] = {
     "grid.color": GRID_COLOR,
     "axes.grid": True,
     "axes.grid.which": "major",
-    "lines.linewidth": 1.8,
+    "lines.linewidth": 1.6,
     "lines.markersize": 5.0,
-    "figure.figsize": (6.4, 4.2),
+    "figure.figsize": (FIG_WIDTH, 3.2),
     "figure.dpi": 100,
     "savefig.bbox": "tight",
     "savefig.pad_inches": 0.05,
@@ -113,25 +145,74 @@ def apply_style() -> None:
     matplotlib.rcParams.update(RC_PARAMS)
 
 
-def new_figure(width: float = 6.4, height: float = 4.2, **subplots_kwargs):
-    """应用风格后新建一张图，返回 ``(fig, ax)``（或 ``ax`` 数组）。"""
+def new_figure(width: float = FIG_WIDTH, height: float = 3.2, **subplots_kwargs):
+    """应用风格后新建一张图，返回 ``(fig, ax)``（或 ``ax`` 数组）。宽度默认是手机宽度。"""
     apply_style()
     return plt.subplots(figsize=(width, height), **subplots_kwargs)
 
 
-def save_svg(fig, path: str | Path) -> Path:
+def legend_below(ax, ncol: int = 1, gap: float = 0.5, **kwargs):
+    """图例放在坐标轴下方（不压住数据），离坐标轴下沿 ``gap`` 英寸（刻度标签和横轴标签的高度）；
+    ``bbox_inches="tight"`` 会把它包进图里。"""
+    from matplotlib.transforms import offset_copy
+
+    below = offset_copy(ax.transAxes, fig=ax.figure, y=-gap, units="inches")
+    return ax.legend(loc="upper left", bbox_to_anchor=(0.0, 0.0), bbox_transform=below, ncol=ncol,
+                     borderaxespad=0.0, handlelength=2.6, **kwargs)
+
+
+def log_ticks(axis, base: int = 10) -> None:
+    """对数坐标的刻度标签用普通文字：以 10 为底写成 0.01、100、1e6、1e-9，以 2 为底写整数。"""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    def label(value, _pos):
+        if value <= 0:
+            return ""
+        if base == 2:
+            return f"{value:g}" if value < 1e5 else f"{value:.0e}"
+        exp = round(math.log10(value))
+        if abs(value / 10.0 ** exp - 1) > 1e-6:
+            return ""
+        return f"{value:g}" if -2 <= exp <= 3 else f"1e{exp}"
+
+    axis.set_major_locator(LogLocator(base=base, numticks=8))
+    axis.set_major_formatter(FuncFormatter(label))
+    axis.set_minor_formatter(NullFormatter())
+
+
+def save_svg(fig, path: str | Path, sources: list[dict] | None = None) -> Path:
     """把 ``fig`` 存成确定性的 SVG 并关闭它；返回路径。
 
     同一张图、同一台机器（同样的字体度量）保存两次，字节完全相同：
-    没有日期元数据，id 由固定的 ``svg.hashsalt`` 生成。
+    没有日期元数据，id 由固定的 ``svg.hashsalt`` 生成。``sources`` 是画这张图用到的结果
+    （load_all 读入的字典）：它们的文件名写进元数据 ``dc:source``，出处说明由此生成。
     """
     apply_style()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    for text in fig.findobj(matplotlib.text.Text):  # 多行的中文标题：默认行距 1.2 时上下两行会相碰
+        if "\n" in text.get_text():
+            text.set_linespacing(1.4)
+    metadata = {"Date": None}
+    if sources:
+        metadata["Source"] = " ".join(r["_file"] for r in sources)
     with matplotlib.rc_context(RC_PARAMS):
-        fig.savefig(path, format="svg", metadata={"Date": None}, transparent=True)
+        fig.savefig(path, format="svg", metadata=metadata, transparent=True)
     plt.close(fig)
     return path
+
+
+def dark_variant(svg: str) -> str:
+    """同一张图给深色页面用：只把文字与坐标轴的深灰换成浅灰（数据颜色在两种底色上都够对比度）。"""
+    return svg.replace(TEXT_COLOR, DARK_TEXT_COLOR)
+
+
+def weight_colormap():
+    """注意力权重的色图：0 → 完全透明，1 → 不透明的蓝色；浅色和深色页面上都读得清，不发白光。"""
+    from matplotlib.colors import LinearSegmentedColormap, to_rgb
+
+    r, g, b = to_rgb(PALETTE[0])
+    return LinearSegmentedColormap.from_list("attn", [(r, g, b, 0.0), (r, g, b, 1.0)])
 
 
 def _relative_luminance(color: str) -> float:
@@ -163,19 +244,19 @@ def device_label(r: dict) -> str:
     return f"GPU {dev['name']}" + (f"（驱动 {dev['driver']}）" if dev.get("driver") else "")
 
 
-def caption(r: dict) -> str:
-    """一行：设备 · torch · 日期 · 预设 · 结果文件。"""
-    p = r["provenance"]
-    preset = f" · 预设 {r['preset']}" if r.get("preset") else ""
-    return f"设备：{device_label(r)} · torch {p['torch_version']} · {p['date_utc'][:10]}{preset} · 数据：{r['_file']}"
-
-
-def md_caption(r: dict) -> str:
-    """Markdown 表格下方的出处行（斜体），多了 commit 与是否有未提交改动。"""
+def source_line(r: dict) -> str:
+    """一个结果文件的出处（Markdown）：设备 · torch · 日期 · commit · 预设 · 数据文件。"""
     p = r["provenance"]
     dirty = "（工作区有改动）" if p["git"]["dirty"] else ""
-    return (f"*设备：{device_label(r)}；torch {p['torch_version']}；日期 {p['date_utc']}；"
-            f"commit `{p['git']['commit'][:10]}`{dirty}；预设 `{r.get('preset')}`；数据文件 `{r['_file']}`。*\n")
+    preset = f" · 预设 `{r['preset']}`" if r.get("preset") else ""
+    return (f"设备：{device_label(r)} · torch {p['torch_version']} · {p['date_utc'][:10]} · "
+            f"commit `{p['git']['commit'][:10]}`{dirty}{preset} · 数据文件 `{r['_file']}`")
+
+
+def md_caption(*results: dict) -> str:
+    """图或表下面的出处说明：一段 HTML（class="provenance"，不用斜体），每个结果文件一行。"""
+    lines = "<br>\n".join(source_line(r) for r in results)
+    return f'<p class="provenance" markdown>{lines}</p>\n'
 
 
 def md_table(head: list[str], rows: list[list]) -> str:
@@ -194,9 +275,10 @@ def write_text(out_dir: Path, name: str, text: str) -> Path:
 
 def placeholder_svg(out_dir: Path, name: str, title: str) -> Path:
     """没有结果文件时的占位图：页面的 include 不会断，读者看到的是"尚无结果"。"""
-    fig, ax = new_figure(6.4, 2.0)
+    fig, ax = new_figure(FIG_WIDTH, 1.4)
     ax.axis("off")
-    ax.text(0.5, 0.5, f"{title}\n尚无测量结果（results/ 中没有对应的结果文件）", ha="center", va="center")
+    ax.text(0.5, 0.5, f"{title}\n尚无测量结果\n（results/ 中没有对应的结果文件）", ha="center", va="center",
+            wrap=True)
     return save_svg(fig, out_dir / name)
 
 

@@ -1,8 +1,10 @@
 """Rendering results → docs/generated/: byte-identical twice, placeholders without results, an invalid
-results file stops the run, readable colours on both palettes, GPU columns only from GPU files."""
+results file stops the run, readable colours on both palettes, GPU columns only from GPU files;
+phone-width figures with a dark twin and a provenance line next to them (not in the image)."""
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 from sitebuild import figures
@@ -17,6 +19,7 @@ EXPECTED = {
     "sequential-dependency.md", "provenance.md", "attn-encoder-self.svg", "attn-decoder-masked.svg",
     "attn-cross.svg", "copy-task.md",
 }
+FIGURES = sorted(name[:-4] for name in EXPECTED if name.endswith(".svg"))
 
 
 def _digests(out: Path) -> dict:
@@ -33,7 +36,55 @@ def test_rendering_committed_results_is_byte_identical_to_the_site(tmp_path):
     svg = (tmp_path / "a" / "flops-vs-n.svg").read_text(encoding="utf-8")
     assert "<text" in svg or "font-family" in svg  # 文字是文字（svg.fonttype = none）
     assert "dc:date" not in svg.lower()
-    assert "torch 2." in svg  # 说明文字写明 torch 版本
+    assert "<dc:source>results/cpu-amd-epyc.json</dc:source>" in svg  # 画图用的结果文件记在元数据里
+    assert "torch 2." not in svg  # 出处不画进图里：它在图旁边的一行 HTML 里
+    line = (tmp_path / "a" / "flops-vs-n.source.md").read_text(encoding="utf-8")
+    result = json.loads((RESULTS_DIR / "cpu-amd-epyc.json").read_text(encoding="utf-8"))
+    prov = result["provenance"]
+    assert line.startswith('<p class="provenance" markdown>') and line.count("\n") == 1
+    for fragment in (prov["torch_version"], prov["date_utc"][:10], prov["git"]["commit"][:10],
+                     "`results/cpu-amd-epyc.json`", "设备：CPU"):
+        assert fragment in line, fragment
+
+
+def _text_sizes(svg: str) -> list[float]:
+    return [float(x) for x in re.findall(r"font-size: ([0-9.]+)px", svg)] + [
+        float(x) for x in re.findall(r"font: (?:[a-z]+ )*([0-9.]+)px", svg)]
+
+
+def test_figures_are_drawn_for_a_phone_column():
+    """Each figure's smallest text, shrunk to a 390 px phone's column (or shown at its own size when it
+    fits), is at least 11 CSS px. tests/browser/test_figures_phone.py measures the same on the pages."""
+    for name in FIGURES:
+        svg = (GENERATED / f"{name}.svg").read_text(encoding="utf-8")
+        width = float(re.search(r'viewBox="0 0 ([0-9.]+) ', svg).group(1))  # pt; shown at 4/3 px per pt
+        shown = min(style.PHONE_COLUMN_PX, width * 4 / 3)
+        sizes = _text_sizes(svg)
+        assert sizes, name
+        assert min(sizes) * shown / width >= style.MIN_TEXT_PX, (name, min(sizes), width)
+        assert "$\\mathdefault" not in svg, f"{name}: mathtext tick labels (70 % superscripts)"
+
+
+def test_every_figure_has_a_dark_twin_and_a_provenance_line():
+    for name in FIGURES:
+        light = (GENERATED / f"{name}.svg").read_text(encoding="utf-8")
+        dark = (GENERATED / f"{name}-dark.svg").read_text(encoding="utf-8")
+        assert dark == style.dark_variant(light) and style.TEXT_COLOR in light and style.TEXT_COLOR not in dark
+        assert style.DARK_TEXT_COLOR in dark, name
+        # colours only: the same elements and text in the same places
+        assert re.sub(r"#[0-9a-f]{6}", "#", light) == re.sub(r"#[0-9a-f]{6}", "#", dark), name
+        line = (GENERATED / f"{name}.source.md").read_text(encoding="utf-8")
+        assert 'class="provenance"' in line and "torch" in line, name
+
+
+def test_pages_link_each_figure_to_its_svg_with_both_palettes_and_the_provenance_line():
+    pages = "\n".join(p.read_text(encoding="utf-8") for p in sorted((GENERATED.parent / "chapters").glob("*/index.md")))
+    for name in FIGURES:
+        g = "../../generated/"
+        m = re.search(rf"\[!\[[^\]]+\]\({g}{name}\.svg#only-light\)\{{ loading=lazy \}}"
+                      rf"!\[[^\]]+\]\({g}{name}-dark\.svg#only-dark\)\{{ loading=lazy \}}\]\({g}{name}\.svg ", pages)
+        assert m, f"{name}: not shown as [light + dark](svg) on any chapter page"
+        assert f'--8<-- "docs/generated/{name}.source.md"' in pages or name in ("attn-encoder-self", "attn-decoder-masked")
 
 
 def test_empty_results_still_write_every_file(tmp_path):
@@ -54,9 +105,12 @@ def test_an_invalid_results_file_stops_the_run(tmp_path, capsys):
 
 
 def test_palette_readable_on_light_and_dark_backgrounds():
-    for color in [*style.PALETTE, style.TEXT_COLOR]:
+    for color in style.PALETTE:  # data colours: the same in both variants (WCAG 1.4.11: 3:1)
         assert style.contrast_ratio(color, style.LIGHT_BACKGROUND) >= 3.0, color
         assert style.contrast_ratio(color, style.DARK_BACKGROUND) >= 3.0, color
+    # text: dark grey in the light variant, light grey in the dark one (WCAG 1.4.3: 4.5:1)
+    assert style.contrast_ratio(style.TEXT_COLOR, style.LIGHT_BACKGROUND) >= 4.5
+    assert style.contrast_ratio(style.DARK_TEXT_COLOR, style.DARK_BACKGROUND) >= 4.5
 
 
 def test_gpu_column_group_replaces_pending_when_cuda_results_exist(tmp_path):
