@@ -1,0 +1,308 @@
+"""MkDocs hook (``hooks:`` in mkdocs.yml and mkdocs-offline.yml): a search index of prose.
+
+Material's search plugin indexes the HTML it is given; this hook shapes that input and output
+so that results show prose, read without TeX and put the explaining section first:
+
+* :func:`on_page_context` (before the search plugin reads the page) marks code blocks and
+  notebook code cells/outputs with Material's own ``data-search-exclude``; the plugin skips
+  them and strips the attribute, so the served page is unchanged. Test source, notebook code,
+  "In [ ]:" prompts and "Copied!" labels never reach the index; claim titles and texts do.
+* :func:`on_post_build` (after the plugin wrote ``search/search_index.json``, before the
+  offline plugin copies it into ``search_index.js``) rewrites each entry: TeX
+  (``\\(…\\)``, ``\\[…\\]``, notebook ``$…$``) becomes plain text (``\\sqrt{d_k}`` → ``√d_k``,
+  ``O(n^2)`` → ``O(n²)``), notebook ``¶`` anchors leave the titles, and a section whose title
+  names a term in :data:`SPELLINGS` is also indexed under the spellings readers type
+  (``kv缓存``, ``sqrt dk``); reference pages' sections get a low boost (:data:`SECTION_BOOST`).
+
+Material's worker ranks with no length normalisation, so a section's score grows with every
+repeat of a term: dropping code is what lets prose outrank test source.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from pathlib import Path
+
+from mkdocs.plugins import event_priority
+
+# Elements whose text is code, not prose: every <pre> (code blocks, test source, notebook
+# source and outputs) and the notebook cells' chrome: "In [ ]:" prompts, the copy button's
+# hidden source copy and its "Copied!" label. Only leaf elements (no nested element of the
+# same tag): Material's parser compares elements by tag, so an excluded <div> holding a <div>
+# would end its exclusion at the inner one's closing tag.
+CODE_BLOCK = re.compile(
+    r'<(pre|div class="(?:jp-InputPrompt|jp-OutputPrompt|clipboard-copy-txt)[^"]*"|span class="notice")(?=[\s>])')
+EXCLUDE = ' data-search-exclude="code"'
+
+# Spellings readers type for a term, indexed with each chapter heading that names the term
+# (title weight, in a hidden span, so the result list still shows the heading as written):
+# every spelling then finds the section the heading spelling finds. The worker matches query
+# words as prefixes of index tokens and does not split "kv缓存" or "根号dk" (Latin and Han with
+# no space between), so such spellings have to be tokens of their own.
+SPELLINGS: dict[str, list[str]] = {
+    "KV 缓存": ["kv缓存", "KV cache", "键值缓存"],
+    "√d_k": ["sqrt dk", "根号dk", "根号 d_k"],
+    "d_k": ["dk"],
+}
+SPELLING_PAGES = ("chapters",)
+
+# Pages that restate what a chapter explains rank below the chapters: a lunr document boost on
+# each of their sections. A claim's or an erratum's title names its term while a chapter
+# explains the term in a section's text; at 1/1000, the inverse of the title boost, their
+# titles weigh what a chapter sentence weighs. Notebook sections are prose, only restated:
+# a milder cut. A page's own entry keeps boost 1 (so "验证清单" finds the page),
+# except a notebook's, whose title ("亲手改参数，重跑关键实验") names no topic of its own.
+# Keys are page paths as in docs/ without the extension ("notebooks" covers notebooks/*).
+SECTION_BOOST = {"verification": 0.001, "errata": 0.001, "notebooks": 0.05}
+PAGE_BOOST = {"notebooks": 0.05}
+# The question bank includes every chapter's questions.md, which the chapter includes too:
+# its sections are indexed once, in the chapter; the bank keeps its own page entry.
+INCLUDED_ELSEWHERE = ("interview",)
+
+GREEK = {
+    "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε",
+    "zeta": "ζ", "eta": "η", "theta": "θ", "vartheta": "θ", "iota": "ι", "kappa": "κ",
+    "lambda": "λ", "mu": "μ", "nu": "ν", "xi": "ξ", "pi": "π", "rho": "ρ", "sigma": "σ",
+    "tau": "τ", "upsilon": "υ", "phi": "φ", "varphi": "φ", "chi": "χ", "psi": "ψ", "omega": "ω",
+    "Gamma": "Γ", "Delta": "Δ", "Theta": "Θ", "Lambda": "Λ", "Xi": "Ξ", "Pi": "Π", "Sigma": "Σ",
+    "Phi": "Φ", "Psi": "Ψ", "Omega": "Ω",
+}
+SYMBOLS = {
+    **GREEK,
+    "cdot": "·", "times": "×", "div": "÷", "pm": "±", "le": "≤", "leq": "≤", "ge": "≥",
+    "geq": "≥", "ne": "≠", "neq": "≠", "approx": "≈", "sim": "~", "simeq": "≃", "equiv": "≡",
+    "propto": "∝", "ll": "≪", "gg": "≫", "in": "∈", "notin": "∉", "subset": "⊂",
+    "subseteq": "⊆", "cup": "∪", "cap": "∩", "to": "→", "rightarrow": "→", "leftarrow": "←",
+    "Rightarrow": "⇒", "Leftarrow": "⇐", "iff": "⇔", "implies": "⇒", "mapsto": "↦",
+    "longrightarrow": "→", "infty": "∞", "sum": "Σ", "prod": "Π", "int": "∫", "partial": "∂",
+    "nabla": "∇", "odot": "⊙", "otimes": "⊗", "oplus": "⊕", "circ": "∘", "ast": "*",
+    "star": "⋆", "ell": "ℓ", "dots": "…", "ldots": "…", "cdots": "⋯", "vdots": "⋮",
+    "ddots": "⋱", "mid": "|", "vert": "|", "lvert": "|", "rvert": "|", "Vert": "‖",
+    "lVert": "‖", "rVert": "‖", "|": "‖", "langle": "⟨", "rangle": "⟩", "lfloor": "⌊",
+    "rfloor": "⌋", "lceil": "⌈", "rceil": "⌉", "forall": "∀", "exists": "∃", "neg": "¬",
+    "land": "∧", "lor": "∨", "emptyset": "∅", "top": "ᵀ", "prime": "′", "%": "%", "$": "$",
+    "{": "{", "}": "}", "_": "_", "#": "#", "&": "&", "quad": " ", "qquad": " ", ",": " ",
+    ";": " ", ":": " ", ">": " ", " ": " ", "!": "", "\\": "; ", "cr": "; ", "newline": "; ",
+}
+# Commands that only style or size what follows.
+IGNORED = {
+    "left", "right", "big", "Big", "bigg", "Bigg", "bigl", "bigr", "Bigl", "Bigr", "biggl",
+    "biggr", "Biggl", "Biggr", "middle", "displaystyle", "textstyle", "scriptstyle", "limits",
+    "nolimits", "nonumber", "notag", "hline", "tag",
+}
+# Commands whose argument is shown as is.
+TEXT_ARG = {
+    "text", "textrm", "textbf", "textit", "texttt", "mathrm", "mathbf", "mathit", "mathsf",
+    "mathtt", "mathcal", "mathscr", "mathfrak", "operatorname", "boldsymbol", "bm", "hat",
+    "widehat", "tilde", "widetilde", "bar", "overline", "underline", "vec", "dot", "ddot",
+    "mbox", "hbox", "underbrace", "overbrace", "color", "boxed", "emph",
+}
+BLACKBOARD = {"R": "ℝ", "N": "ℕ", "Z": "ℤ", "Q": "ℚ", "C": "ℂ", "E": "𝔼"}
+BIG_OPERATORS = ("Σ", "Π", "∫")
+SUPERSCRIPT = str.maketrans("0123456789+-=()nTi", "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿᵀⁱ")
+SUPERSCRIPTABLE = set("0123456789+-=()nTi")
+COMMAND = re.compile(r"\\([A-Za-z]+|.)")
+
+
+class _TeX:
+    """A small reader of TeX math that writes the plain text a reader would type."""
+
+    def __init__(self, source: str):
+        self.s, self.i = source, 0
+
+    def read(self, until: str | None = None) -> str:
+        out: list[str] = []
+        limits = False  # the last thing read was a big operator (or its lower limit)
+        while self.i < len(self.s):
+            c = self.s[self.i]
+            if until and c == until:
+                self.i += 1
+                break
+            if c == "{":
+                self.i += 1
+                out.append(self.read("}"))
+            elif c == "}":  # unbalanced; skip
+                self.i += 1
+            elif c in "^_":
+                self.i += 1
+                arg = self.argument()
+                if limits:  # Σ/Π/∫ limits (\prod_{i=1}^{T}) are not exponents
+                    arg = arg.strip()
+                    out.append(f"{c}{arg if len(arg) == 1 else f'({arg})'}" + (" " if c == "^" else ""))
+                else:
+                    out.append(_script(c, arg))
+                limits = limits and c == "_"
+                continue
+            elif c == "\\":
+                out.append(self.command())
+                limits = out[-1] in BIG_OPERATORS
+                continue
+            elif c == "&":
+                self.i += 1
+                out.append(" ")
+            elif c == "~":
+                self.i += 1
+                out.append(" ")
+            elif c == "'":
+                self.i += 1
+                out.append("′")
+            else:
+                self.i += 1
+                out.append(c)
+            limits = False
+        return "".join(out)
+
+    def argument(self) -> str:
+        """One argument: a braced group, a command, or a single character."""
+        while self.i < len(self.s) and self.s[self.i] == " ":
+            self.i += 1
+        if self.i >= len(self.s):
+            return ""
+        c = self.s[self.i]
+        if c == "{":
+            self.i += 1
+            return self.read("}")
+        if c == "\\":
+            return self.command()
+        self.i += 1
+        return c
+
+    def optional(self) -> str | None:
+        if self.i < len(self.s) and self.s[self.i] == "[":
+            end = self.s.find("]", self.i)
+            if end > 0:
+                inner, self.i = self.s[self.i + 1:end], end + 1
+                return _TeX(inner).read()
+        return None
+
+    def command(self) -> str:
+        m = COMMAND.match(self.s, self.i)
+        if not m:
+            self.i += 1
+            return ""
+        self.i = m.end()
+        name = m.group(1)
+        if name in ("frac", "dfrac", "tfrac", "cfrac"):
+            top, bottom = self.argument(), self.argument()
+            return f"{_group(top)}/{_group(bottom)}"
+        if name == "binom":
+            top, bottom = self.argument(), self.argument()
+            return f"C({top}, {bottom})"
+        if name == "sqrt":
+            degree = self.optional()
+            root = _group(self.argument())
+            return f"{degree or ''}√{root}"
+        if name in ("begin", "end"):
+            self.argument()
+            if name == "begin" and self.i < len(self.s) and self.s[self.i] == "{":
+                self.argument()  # array column spec
+            return " "
+        if name == "mathbb":
+            arg = self.argument()
+            return BLACKBOARD.get(arg, arg)
+        if name in TEXT_ARG:
+            return self.argument()
+        if name in IGNORED:
+            return ""
+        if name in SYMBOLS:
+            return SYMBOLS[name]
+        return name  # \max, \log, \softmax, \tanh, \mathcal… as their words
+
+
+def _group(text: str) -> str:
+    """Parenthesise a fraction's or root's operand unless it is one token."""
+    text = text.strip()
+    if re.fullmatch(r"√?(?:[\w.′ᵀ\u200b]+|[\w.]+_[\w.]+|\(.*\))", text):
+        return text
+    return f"({text})"
+
+
+def _script(kind: str, arg: str) -> str:
+    arg = arg.strip()
+    if kind == "^":
+        if arg and set(arg) <= SUPERSCRIPTABLE:
+            return arg.translate(SUPERSCRIPT)
+        if arg in ("ᵀ", "′", "*", "†"):
+            return arg
+        return f"^{arg}" if re.fullmatch(r"\w", arg) else f"^({arg})"
+    return f"_{arg}" if re.fullmatch(r"[\w.,]+", arg) else f"_({arg})"
+
+
+def tex_to_text(tex: str) -> str:
+    """Plain text for a formula: ``\\frac{QK^\\top}{\\sqrt{d_k}}`` → ``QKᵀ/√d_k``."""
+    text = _TeX(tex).read()
+    return re.sub(r"[ \t\n]+", " ", text).strip()
+
+
+# Math as the search plugin sees it: arithmatex's \(…\) / \[…\], notebook $…$ / $$…$$.
+MATH = re.compile(r"\\\((.+?)\\\)|\\\[(.+?)\\\]|\$\$(.+?)\$\$|(?<![\\$\w])\$(?!\$)((?:\\\$|[^$])+?)\$", re.S)
+
+
+def plain_math(markup: str) -> str:
+    """Replace every formula in an index field (HTML-escaped text) by its plain text."""
+
+    def replace(m: re.Match) -> str:
+        tex = html.unescape(next(g for g in m.groups() if g is not None))
+        return html.escape(tex_to_text(tex), quote=False)
+
+    return MATH.sub(replace, markup)
+
+
+def _plain(markup: str) -> str:
+    return re.sub(r"<[^>]+>|\u200b", "", html.unescape(markup))
+
+
+# jieba's zero-width spaces next to another separator (or a tag, where the worker's tokenizer
+# splits anyway) change no token; dropping them saves 3 bytes each.
+REDUNDANT_ZWSP = re.compile(r"\u200b+(?=[\s、。，．？！；√<]|$)|(?<=[\s、。，．？！；√>])\u200b+|^\u200b+")
+
+
+def _under(location: str, pages) -> bool:
+    """The entry belongs to one of the pages (or folders), whichever URL style the site uses
+    (``verification/#x`` served, ``verification.html#x`` in the offline edition)."""
+    path = re.sub(r"(?:/?index)?\.html$|/$", "", location.split("#")[0])
+    return any(path == page or path.startswith(page + "/") for page in pages)
+
+
+def _names(title: str, term: str) -> bool:
+    """The plain title contains the term, not as part of a longer Latin word (d_k, not d_kv)."""
+    return re.search(rf"(?<![A-Za-z0-9_]){re.escape(term.lower())}(?![A-Za-z0-9_])", title) is not None
+
+
+def clean_entry(entry: dict) -> dict:
+    """One index entry as readers should meet it: plain math, no ¶, boosted, with spellings."""
+    title = plain_math(entry["title"]).replace("¶", "").strip()
+    text = plain_math(entry["text"])
+    text = re.sub(r"<(pre|code)>\s*</\1>", "", text)
+    text = re.sub(r"[ \t\n]{2,}", " ", text).strip()
+    entry = {**entry, "title": REDUNDANT_ZWSP.sub("", title), "text": REDUNDANT_ZWSP.sub("", text)}
+    location = entry["location"]
+    for page, boost in (SECTION_BOOST if "#" in location else PAGE_BOOST).items():
+        if _under(location, [page]):
+            entry["boost"] = boost
+    if _under(location, SPELLING_PAGES):
+        plain_title = _plain(title).lower()
+        spellings = [s for term, words in SPELLINGS.items() if _names(plain_title, term) for s in words]
+        if spellings and "<span hidden>" not in entry["title"]:
+            hidden = html.escape(" ".join(dict.fromkeys(spellings)), quote=False)
+            entry["title"] += f"<span hidden> {hidden}</span>"
+    return entry
+
+
+@event_priority(50)  # before the search plugin (priority 0) reads the page
+def on_page_context(context, page, config, nav, **kwargs):
+    page.content = CODE_BLOCK.sub(lambda m: f"<{m.group(1)}{EXCLUDE}", page.content)
+    return context
+
+
+@event_priority(-50)  # after the search plugin writes the index, before offline (-100) copies it
+def on_post_build(config, **kwargs):
+    path = Path(config.site_dir) / "search" / "search_index.json"
+    if not path.is_file():
+        return
+    index = json.loads(path.read_text(encoding="utf-8"))
+    index["docs"] = [clean_entry(entry) for entry in index["docs"]
+                     if not ("#" in entry["location"] and _under(entry["location"], INCLUDED_ELSEWHERE))]
+    path.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
