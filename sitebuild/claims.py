@@ -1,30 +1,51 @@
-"""Claims: which test proves which sentence on which page.
+"""Claims: which test proves which sentence on which page, and when it last passed.
 
 A test declares the claim it proves with ``@pytest.mark.claim("ch01-c03", paper="§…",
-text="…")``; a page cites it with a link to ``verification.md#ch01-c03``. This module
-reads both (tests through ``ast``, pages through a regular expression, nothing is
-imported or run) and writes ``docs/generated/verification-table.md``, which
-``docs/verification.md`` includes. The site tests use the same readers to fail the
-suite when a page cites an unknown id or a claim test is cited nowhere. The chapters
-and their titles come from the nav of mkdocs.yml.
+text="…")`` (``title="…"`` optional); a page cites it with a badge linking to
+``verification.md#ch01-c03``. This module reads both (tests through ``ast``, pages as text,
+nothing is imported or run) and writes ``docs/generated/verification-table.md``, which
+``docs/verification.md`` includes. Each entry has:
 
-Run: ``python -m sitebuild.claims``.
+* a title: the badge's text and a human title (``title=``, sitebuild/claim_titles.yml, or
+  the heading/question/bold lead its first badge sits under), with the id as a small label;
+* the claim text, its plain formula notation (``h_{T−k}``, ``0.9^k``) set as sub/superscripts;
+* "出现在": a link to every badge that cites it, by the id :mod:`sitebuild.claimanchors`
+  gives that badge in the build (the same function numbers both);
+* the last recorded run: ``test-output/junit.xml`` (``make test``, ``--junitxml``) and the
+  ``run.json`` that tests/conftest.py writes beside it (commit, date, torch). Without them the
+  page says 「尚无运行记录」 and reports no result;
+* the test source, collapsed.
+
+The site tests use the same readers to fail the suite when a page cites an unknown id or a
+claim test is cited nowhere. The chapters and their titles come from the nav of mkdocs.yml.
+
+Run: ``python -m sitebuild.claims`` (``make figures`` runs it).
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import re
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
+from functools import cache
+from xml.etree import ElementTree
 
-from sitebuild.config import chapters
+import yaml
+
+from sitebuild import claimanchors
+from sitebuild.config import chapters, nav_pages
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
 TESTS = ROOT / "tests"
 OUT = DOCS / "generated" / "verification-table.md"
+# The last `make test` run: pytest's junit XML and the commit/date/torch record tests/conftest.py writes.
+JUNIT = ROOT / "test-output" / "junit.xml"
+RUN_RECORD = ROOT / "test-output" / "run.json"
+TITLES = Path(__file__).resolve().parent / "claim_titles.yml"
 
 CLAIM_ID = re.compile(r"^ch\d{2}-[a-z0-9][a-z0-9-]*$")
 PAGE_REF = re.compile(r"verification\.md#(ch\d{2}-[a-z0-9][a-z0-9-]*)")
@@ -38,6 +59,7 @@ class Claim:
     test_name: str  # e.g. "test_x" or "TestY::test_x"
     source: str  # the decorated test function, dedented
     results: str | None = None
+    title: str | None = None  # optional: claim(..., title="…"); else the heading the badge sits under
     pages: list[str] = field(default_factory=list)
 
     @property
@@ -98,6 +120,7 @@ def collect_claims(tests_dir: Path = TESTS) -> list[Claim]:
                             paper=_literal(kwargs.get("paper")) or "",
                             text=_literal(kwargs.get("text")) or "",
                             results=_literal(kwargs.get("results")),
+                            title=_literal(kwargs.get("title")),
                             test_file=path.relative_to(tests_dir.parent).as_posix(),
                             test_name=name,
                             source=source,
@@ -109,7 +132,7 @@ def collect_claims(tests_dir: Path = TESTS) -> list[Claim]:
 
 
 def collect_page_refs(docs_dir: Path = DOCS) -> dict[str, list[str]]:
-    """Claim id -> pages (relative to docs/) that cite it. Generated files are skipped."""
+    """Claim id -> source files (relative to docs/) that cite it. Generated files are skipped."""
     refs: dict[str, list[str]] = {}
     for path in sorted(docs_dir.rglob("*.md")):
         rel = path.relative_to(docs_dir).as_posix()
@@ -122,50 +145,224 @@ def collect_page_refs(docs_dir: Path = DOCS) -> dict[str, list[str]]:
     return refs
 
 
-def _page_links(rel: str) -> list[str]:
-    """Markdown links to the built pages where a source file's citations appear.
+@dataclass
+class Occurrence:
+    page: str  # the built page's source, relative to docs/
+    anchor: str  # the badge's id on that page
+    label: str  # the badge's text, e.g. "C03" or "多头参数"
+    context: str  # the heading or question the badge sits under
 
-    ``questions.md`` is not a page of its own: it is included into its chapter and
-    into the question bank, so a citation there appears on both.
+
+BOLD_LEAD = re.compile(r"^[ \t]*(?:[-*+]|\d+\.)?[ \t]*\*\*([^*\n]{2,30})\*\*[：:]")
+HEADING = re.compile(r'^#{2,4} +(.+?)(?: *\{[^}\n]*\})? *#*$|^[ \t]*\?\?\?\+? +\w+ +"(.+)"[ \t]*$', re.M)
+
+
+def collect_occurrences(docs_dir: Path = DOCS) -> dict[str, list[Occurrence]]:
+    """Claim id -> every badge that cites it, on the built pages in nav order, with its id.
+
+    The ids come from :func:`sitebuild.claimanchors.page_badges`, the numbering the build
+    itself applies, so a link made here lands on the badge.
     """
-    if rel.endswith("/questions.md"):
-        chapter = chapters()["ch" + rel.split("/")[1][:2]]
-        return [f"[{chapter[0]} · 面试追问](/{chapter[1]})", "[面试题库](/interview.md)"]
+    out: dict[str, list[Occurrence]] = {}
+    for _, src, _ in nav_pages():
+        if not src.endswith(".md") or not (docs_dir / src).is_file():
+            continue
+        text, badges = claimanchors.page_badges(src, docs_dir)
+        headings = [(m.start(), (m[1] or m[2]).strip()) for m in HEADING.finditer(text)]
+        for badge in badges:
+            line = text[text.rfind("\n", 0, badge.pos) + 1 : badge.pos]
+            lead = BOLD_LEAD.match(line)
+            context = lead[1] if lead else next((h for pos, h in reversed(headings) if pos < badge.pos), "")
+            out.setdefault(badge.claim, []).append(Occurrence(src, badge.anchor, badge.label, context))
+    return out
+
+
+# --- the last recorded test run (junit XML + run.json, both written by `make test`) ---------
+
+
+@dataclass
+class Run:
+    date: str  # "2026-12-01 03:40 UTC", or "" when unknown
+    commit: str  # short sha ("" when not recorded), "+" appended for a dirty tree
+    torch: str
+    outcomes: dict[str, list[str]]  # junit "classname::name" without parameters -> outcomes
+
+
+def _junit_key(classname: str, name: str) -> str:
+    return f"{classname}::{name.split('[', 1)[0]}"
+
+
+def _claim_key(claim: Claim) -> str:
+    """The junit XML's address of a claim test (pytest writes tests/ch01/x.py::C::t as tests.ch01.x.C / t)."""
+    module = claim.test_file.removesuffix(".py").replace("/", ".")
+    *classes, name = claim.test_name.split("::")
+    return _junit_key(".".join([module, *classes]), name)
+
+
+def read_run(junit: Path = JUNIT, record: Path = RUN_RECORD) -> Run | None:
+    """The run that wrote ``junit`` (None if there is none). ``run.json`` counts only if written with it."""
+    if not junit.is_file():
+        return None
+    root = ElementTree.parse(junit).getroot()
+    outcomes: dict[str, list[str]] = {}
+    for case in root.iter("testcase"):
+        kinds = {child.tag for child in case}
+        outcome = ("failed" if kinds & {"failure", "error"} else "skipped" if "skipped" in kinds else "passed")
+        outcomes.setdefault(_junit_key(case.get("classname", ""), case.get("name", "")), []).append(outcome)
+    meta = {}
+    if record.is_file() and abs(record.stat().st_mtime - junit.stat().st_mtime) < 120:
+        meta = json.loads(record.read_text(encoding="utf-8"))
+    suite = root if root.tag == "testsuite" else root.find("testsuite")
+    date = meta.get("date") or (suite.get("timestamp", "")[:16].replace("T", " ") if suite is not None else "")
+    commit = (meta.get("commit") or "")[:7] + ("+" if meta.get("dirty") else "")
+    return Run(date=date, commit=commit, torch=meta.get("torch", ""), outcomes=outcomes)
+
+
+def claim_status(claim: Claim, run: Run | None) -> str:
+    """passed / failed / skipped, or "none" when the run did not include the claim's test."""
+    results = run.outcomes.get(_claim_key(claim), []) if run else []
+    if not results:
+        return "none"
+    if "failed" in results:
+        return "failed"
+    return "passed" if "passed" in results else "skipped"
+
+
+STATUS_TEXT = {"passed": "✔ 通过", "failed": "✘ 未通过", "skipped": "跳过", "none": "尚无运行记录"}
+
+
+def _run_words(run: Run) -> str:
+    commit = f"提交 `{run.commit.rstrip('+')}`" + ("（含未提交的改动）" if run.commit.endswith("+") else "") \
+        if run.commit else "提交未记录"
+    return "，".join(w for w in (run.date or "日期未记录", commit, f"PyTorch {run.torch}" if run.torch else "") if w)
+
+
+# --- the page --------------------------------------------------------------------------------
+
+SUBSCRIPT = re.compile(r"(?<=[^\s_^])([_^])(\{[^{}\n]*\}|[A-Za-z0-9α-ω]+|[−\-+]?[0-9]+)")
+CODE_WORD = re.compile(r"[A-Za-z][\w.]*_[\w.]*(?:\([^)\s]*\)?|=[A-Za-z]\w*)?")
+
+
+MATH_HEADS = {"head", "log", "tanh", "diag", "exp"}
+
+
+def _is_code(word: str) -> bool:
+    """``masked_fill``, ``norm_first=True``, ``n_kv_heads``: code; ``d_model``, ``W_hh``, ``log_k``: a symbol."""
+    head = word.split("_", 1)[0]
+    return (word.count("_") > 1 or "." in head or "=" in word
+            or (len(head) >= 3 and head.isascii() and head.islower() and head not in MATH_HEADS))
+
+
+def readable(text: str) -> str:
+    """A claim's plain-text formula notation as HTML: h_{T−20} → h<sub>T−20</sub>, 0.9^k → 0.9<sup>k</sup>.
+
+    Identifiers such as ``masked_fill`` or ``norm_first=True`` become inline code instead.
+    """
+    out = []
+    for part in re.split(r"(\$[^$\n]+\$|`[^`\n]*`)", text.replace("|", r"\|")):
+        if not part.startswith(("$", "`")):
+            part = CODE_WORD.sub(lambda m: f"`{m[0]}`" if _is_code(m[0]) else m[0], part)
+            part = "".join(p if p.startswith("`") else SUBSCRIPT.sub(_script, p) for p in re.split(r"(`[^`]*`)", part))
+        out.append(part)
+    return "".join(out)
+
+
+def _script(m: re.Match) -> str:
+    body = m[2][1:-1] if m[2].startswith("{") else m[2]
+    tag = "sub" if m[1] == "_" else "sup"
+    return f"<{tag}>{body}</{tag}>"
+
+
+@cache
+def titles() -> dict[str, str]:
+    """Hand-written titles (sitebuild/claim_titles.yml): claim id -> title."""
+    return yaml.safe_load(TITLES.read_text(encoding="utf-8")) or {}
+
+
+def _title(claim: Claim, occurrences: list[Occurrence]) -> str:
+    """"C03 · tanh RNN：梯度消失的充分条件": the badge's own text, then a title, in that order of
+    preference: claim(title=…), sitebuild/claim_titles.yml, the bold lead, heading or question
+    that the first badge with one (on a chapter page, if any) sits under."""
+    ordered = [o for o in occurrences if o.page.startswith("chapters/")] + occurrences
+    label = ordered[0].label if ordered else claim.id.split("-", 1)[1].upper()
+    context = next((o.context for o in ordered if o.context), "")
+    context = re.sub(r"^[\d.]+\s*", "", context.replace("\u3000", " "))  # a question's number
+    title = claim.title or titles().get(claim.id) or context
+    if title == label or not title:
+        return label
+    return f"{label} · {readable(title)}"
+
+
+def _page_title(src: str) -> str:
     for title, page in chapters().values():
-        if rel == page:
-            return [f"[{title}](/{page})"]
-    title = {"index.md": "首页", "guide.md": "阅读指南", "interview.md": "面试题库"}.get(rel, rel)
-    return [f"[{title}](/{rel})"]
+        if src == page:
+            return title
+    return {s: t for t, s, _ in nav_pages()}.get(src, src)
 
 
-def render(claims: list[Claim], refs: dict[str, list[str]]) -> str:
+def _where(occurrences: list[Occurrence]) -> str:
+    """"出现在" links: one per page, to its first badge; further badges on that page numbered."""
+    by_page: dict[str, list[Occurrence]] = {}
+    for o in occurrences:
+        by_page.setdefault(o.page, []).append(o)
+    links = []
+    for page, items in by_page.items():
+        link = f"[{_page_title(page)}](/{page}#{items[0].anchor})"
+        if len(items) > 1:
+            link += "（另见 " + "、".join(f"[第 {i} 处](/{page}#{o.anchor})" for i, o in enumerate(items[1:], 2)) + "）"
+        links.append(link)
+    return "；".join(links) or "（无）"
+
+
+def render(claims: list[Claim], occurrences: dict[str, list[Occurrence]], run: Run | None) -> str:
     by_chapter: dict[str, list[Claim]] = {}
     for claim in claims:
-        claim.pages = refs.get(claim.id, [])
+        claim.pages = list(dict.fromkeys(o.page for o in occurrences.get(claim.id, [])))
         by_chapter.setdefault(claim.id[:4], []).append(claim)
 
-    out = [f"共 {len(claims)} 个论断，全部由 `make test` 运行的测试证明。", ""]
+    status = {c.id: claim_status(c, run) for c in claims}
+    passed = sum(s == "passed" for s in status.values())
+    out = [f"共 {len(claims)} 个论断，每个都由 `make test` 运行的测试证明。", ""]
+    if run is None:
+        out += ["!!! info \"尚无运行记录\"",
+                "    构建本站时没有找到测试运行记录（`make test` 会写下 `test-output/junit.xml`），"
+                "所以下面每个论断都标为「尚无运行记录」：本页不替没有记录的运行报结果。", ""]
+    else:
+        out += [f"**最近一次记录的测试运行**：{_run_words(run)}。其中 {passed} 个论断的测试通过，"
+                f"{sum(s == 'failed' for s in status.values())} 个未通过，"
+                f"{sum(s == 'none' for s in status.values())} 个不在这次运行里（尚无运行记录）。", ""]
+
     for chapter in sorted(by_chapter):
         title, _ = chapters().get(chapter, (chapter, None))
         items = sorted(by_chapter[chapter], key=lambda c: c.id)
-        out += [f"## {title}", "", "| 编号 | 论断 | 论文 | 测试 |", "|---|---|---|---|"]
+        heads = {c.id: _title(c, occurrences.get(c.id, [])) for c in items}
+        out += [f"## {title}", "", "| 论断 | 编号 | 最近一次运行 |", "|---|---|---|"]
         for c in items:
-            out.append(f"| [{c.id}](#{c.id}) | {c.text} | {c.paper} | `{c.test_name}` |")
+            out.append(f"| [{heads[c.id]}](#{c.id}) | `{c.id}` | {STATUS_TEXT[status[c.id]]} |")
         out.append("")
         for c in items:
-            links = [link for page in c.pages for link in _page_links(page)]
-            pages = "、".join(dict.fromkeys(links)) or "（无）"
-            out += [f"### {c.id} {{#{c.id}}}", "", f"**论断**：{c.text}  ", f"**论文**：{c.paper}  "]
-            out += [f"**测试**：`{c.nodeid}`  ", f"**出现在**：{pages}  "]
+            state = STATUS_TEXT[status[c.id]]
+            if run is not None and status[c.id] != "none":
+                state += f"（{_run_words(run)}）"
+            out += [f"### {heads[c.id]} {{ #{c.id} }}", "",
+                    f'<span class="claim-id">{c.id}</span>', "",
+                    f"**论断**：{readable(c.text)}  ", f"**论文**：{c.paper}  ",
+                    f"**最近一次运行**：{state}  ",
+                    f"**出现在**：{_where(occurrences.get(c.id, []))}  ",
+                    f"**测试**：`{c.nodeid}`  "]
             if c.results:
                 out.append(f"**结果文件**：`{c.results}`  ")
             out += [
                 "",
-                '??? example "测试源码"',
-                '    <!--pytest.mark.skip(reason="test source shown for reference; pytest runs it from tests/")-->',
-                "    ```python",
-                textwrap.indent(c.source, "    "),
-                "    ```",
+                '<details class="claim-source" markdown>',
+                "<summary>测试源码</summary>",
+                "",
+                '<!--pytest.mark.skip(reason="test source shown for reference; pytest runs it from tests/")-->',
+                "```python",
+                c.source,
+                "```",
+                "",
+                "</details>",
                 "",
             ]
     return "\n".join(out) + "\n"
@@ -178,7 +375,7 @@ def main() -> None:
     if bad:
         raise SystemExit(f"malformed claim ids: {bad}")
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(render(claims, collect_page_refs()), encoding="utf-8")
+    OUT.write_text(render(claims, collect_occurrences(), read_run()), encoding="utf-8")
     print(f"wrote {OUT.relative_to(ROOT)} ({len(claims)} claims)")
 
 

@@ -123,3 +123,36 @@ def test_first_use_links_point_at_a_page_that_uses_the_term():
         assert any(n.lower() in page.lower() for n in names + english if n), f"{cells[0]}: {m[2]} never mentions it"
         checked += 1
     assert checked >= 100
+
+
+# One quote style in reader prose (review finding 34): Chinese corner quotes 「」, for Chinese
+# and English phrases alike. ASCII or curly double quotes stay only where they are syntax or
+# verbatim: code, math, HTML, attribute lists, link targets, admonition titles, block quotes.
+QUOTE_SYNTAX = re.compile(
+    r"<!--.*?-->|\$\$.*?\$\$|\$[^$\n]+\$|`[^`\n]+`|\]\([^)\n]*\)|\{[^}\n]*\}|<[^>\n]*>"
+    r"|^[ \t]*(?:!!!|\?\?\?\+?)[ \t]+[\w-]+(?:[ \t]+\"[^\"\n]*\")?|^[ \t]*>.*$|^[ \t]*--8<--.*$",
+    re.S | re.M,
+)
+PROSE_QUOTE = re.compile(r"\"[^\"\n]+\"|“[^”\n]+”")
+
+
+def quoted_in_prose(text: str) -> list[str]:
+    """Phrases that reader prose puts in ASCII or curly double quotes."""
+    text = re.sub(r"^([ \t]*)(`{3,}|~{3,}).*?^\1\2", " ", text, flags=re.S | re.M)  # fenced code
+    return PROSE_QUOTE.findall(QUOTE_SYNTAX.sub(" ", text))
+
+
+def test_quoted_in_prose_sees_only_prose():
+    text = '\n'.join([
+        '他说"缓解"，又说“解决”。',
+        '!!! note "标题里的引号是语法"', '    `print("x")` 与 $\\text{"a"}$ 不算。',
+        '> "The paper\'s own words"', '[链接](a.md "title"){ title="x" }',
+        '```python', 's = "code"', '```',
+    ])
+    assert quoted_in_prose(text) == ['"缓解"', "“解决”"]
+
+
+@pytest.mark.parametrize("page", pages())
+def test_prose_quotes_with_corner_brackets(page):
+    quoted = quoted_in_prose((DOCS / page).read_text(encoding="utf-8"))
+    assert quoted == [], f"{page}: write 「…」, not {quoted[:8]}"

@@ -1,0 +1,99 @@
+"""MkDocs hook (``hooks:`` in mkdocs.yml and mkdocs-offline.yml): every claim badge gets its own id.
+
+A badge is ``[✔ C03](…verification.md#ch01-c03){ .claim }``. The n-th badge of claim
+``ch01-c03`` on a page gets ``id="claim-ch01-c03-n"``, counted in the page's Markdown after
+its ``--8<--`` includes are expanded (a chapter's questions.md is part of the chapter page
+and of the question bank), so the verification page can link to the very sentence.
+
+:func:`number_badges` is the one place that numbers badges. The build calls it from a
+Markdown preprocessor that runs after pymdownx.snippets has expanded the includes and
+superfences has stashed the code blocks; :mod:`sitebuild.claims` calls it through
+:func:`page_badges` on the page sources (same expansion, code blocks dropped). MkDocs'
+anchor validation (``validation.links.anchors`` under ``--strict``) fails the build if the
+two ever disagree, because the verification page links to every id.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+from typing import NamedTuple
+
+from markdown import Extension
+from markdown.preprocessors import Preprocessor
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+
+BADGE = re.compile(
+    r"(\[✔ ([^\]\n]+)\]\((?:[^)\s#]*/)?verification\.md#(ch\d{2}-[a-z0-9][a-z0-9-]*)\))\{ *\.claim *\}"
+)
+# pymdownx.snippets' one-line form, as the pages use it (base_path is the repo root).
+INCLUDE = re.compile(r'^([ \t]*)--8<-- "([^"\n]+\.md)"[ \t]*$', re.M)
+FENCE = re.compile(r"^([ \t]*)(`{3,}|~{3,}).*?^\1\2[ \t]*$", re.S | re.M)
+# After snippets (32) and superfences' fence stash (25), before the HTML block stash (20).
+PRIORITY = 24
+
+
+class Badge(NamedTuple):
+    claim: str  # "ch01-c03"
+    anchor: str  # "claim-ch01-c03-1"
+    label: str  # the badge's text after ✔: "C03"
+    pos: int  # offset of the badge in the text it was found in
+
+
+def anchor(claim_id: str, n: int) -> str:
+    """The id of the n-th (1-based) badge of ``claim_id`` on a page."""
+    return f"claim-{claim_id}-{n}"
+
+
+def number_badges(markdown: str) -> tuple[str, list[Badge]]:
+    """Give each badge in ``markdown`` its id: (rewritten text, the badges in page order)."""
+    counts: Counter[str] = Counter()
+    found: list[Badge] = []
+
+    def label(m: re.Match) -> str:
+        claim = m[3]
+        counts[claim] += 1
+        found.append(Badge(claim, anchor(claim, counts[claim]), m[2].strip(), m.start()))
+        return f"{m[1]}{{ .claim #{found[-1].anchor} }}"
+
+    return BADGE.sub(label, markdown), found
+
+
+def expand_includes(markdown: str, root: Path = ROOT, depth: int = 0) -> str:
+    """Inline ``--8<-- "docs/….md"`` lines as pymdownx.snippets does (indentation kept)."""
+    if depth > 8:
+        raise ValueError("claimanchors: --8<-- includes nested more than 8 deep")
+
+    def inline(m: re.Match) -> str:
+        path = root / m[2]
+        if not path.is_file():
+            raise FileNotFoundError(f"claimanchors: included file {m[2]} does not exist")
+        text = expand_includes(path.read_text(encoding="utf-8"), root, depth + 1)
+        return "\n".join(m[1] + line if line else line for line in text.splitlines())
+
+    return INCLUDE.sub(inline, markdown)
+
+
+def page_badges(src: str, docs: Path = DOCS) -> tuple[str, list[Badge]]:
+    """The page made from ``docs/<src>`` as the badge numbering sees it (includes expanded,
+    code blocks dropped), and its badges in page order (``Badge.pos`` indexes that text)."""
+    text = FENCE.sub("", expand_includes((docs / src).read_text(encoding="utf-8"), docs.parent))
+    return text, number_badges(text)[1]
+
+
+class _BadgeIds(Preprocessor):
+    def run(self, lines: list[str]) -> list[str]:
+        return number_badges("\n".join(lines))[0].split("\n")
+
+
+class BadgeIdsExtension(Extension):
+    def extendMarkdown(self, md):  # noqa: N802 (Markdown's API)
+        md.preprocessors.register(_BadgeIds(md), "claim_badge_ids", PRIORITY)
+
+
+def on_config(config, **kwargs):
+    config.markdown_extensions.append(BadgeIdsExtension())
+    return config

@@ -1,0 +1,173 @@
+"""The verification page, for readers: a titled entry per claim, links to the very badge that cites
+it, and the last recorded test run (or an honest "no run recorded").
+
+The build-level checks read the one strict build (``built_site``); the rest are unit tests of
+sitebuild/claimanchors.py and sitebuild/claims.py on small inputs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+from urllib.parse import urljoin, urlparse
+
+import pytest
+
+from sitebuild import claimanchors, claims
+
+BADGE_TAG = re.compile(r'<a\b[^>]*\bclass="claim"[^>]*>')
+ID = re.compile(r'\bid="([^"]+)"')
+
+
+def _html(site: Path, url_path: str) -> str:
+    file = site / url_path.lstrip("/")
+    if url_path.endswith("/") or not url_path:
+        file = file / "index.html"
+    return file.read_text(encoding="utf-8")
+
+
+# --- badge ids --------------------------------------------------------------------------------
+
+
+def test_badges_are_numbered_per_claim_in_page_order():
+    text = ("a [✔ C03](../../verification.md#ch01-c03){ .claim } b [✔ C04](/verification.md#ch01-c04){ .claim }\n"
+            "c [✔ C03](verification.md#ch01-c03){ .claim } d [not a badge](verification.md#ch01-c05)")
+    out, badges = claimanchors.number_badges(text)
+    assert [(b.claim, b.anchor, b.label) for b in badges] == [
+        ("ch01-c03", "claim-ch01-c03-1", "C03"), ("ch01-c04", "claim-ch01-c04-1", "C04"),
+        ("ch01-c03", "claim-ch01-c03-2", "C03")]
+    assert out.count("{ .claim #claim-ch01-c03-") == 2 and "[not a badge](verification.md#ch01-c05)" in out
+
+
+def test_included_files_are_numbered_as_part_of_the_page(tmp_path):
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "q.md").write_text("    [✔ C03](/verification.md#ch01-c03){ .claim }\n", encoding="utf-8")
+    (docs / "page.md").write_text(
+        '[✔ C03](verification.md#ch01-c03){ .claim }\n\n```md\n[✔ C03](verification.md#ch01-c03){ .claim }\n```\n\n'
+        '??? question "Q"\n    --8<-- "docs/q.md"\n', encoding="utf-8")
+    text, badges = claimanchors.page_badges("page.md", docs)
+    assert [b.anchor for b in badges] == ["claim-ch01-c03-1", "claim-ch01-c03-2"]  # the code block is not a badge
+    assert "        [✔ C03]" in text  # the include keeps its indentation
+
+
+def test_every_badge_on_every_built_page_has_a_unique_id(built_site):
+    pages = 0
+    for file in built_site.rglob("*.html"):
+        tags = BADGE_TAG.findall(file.read_text(encoding="utf-8"))
+        if not tags:
+            continue
+        pages += 1
+        ids = [m[1] for t in tags if (m := ID.search(t))]
+        assert len(ids) == len(tags), f"{file}: a badge without an id"
+        assert len(set(ids)) == len(ids), f"{file}: duplicate badge ids"
+        assert all(re.fullmatch(r"claim-ch\d\d-[a-z0-9-]+-\d+", i) for i in ids), file
+    assert pages >= 3
+
+
+def test_where_links_land_on_the_badge(built_site):
+    """Every "出现在" link of the verification page names a page and a badge id that exists there."""
+    html = _html(built_site, "verification/")
+    links = set(re.findall(r'href="([^"]*#claim-[^"]+)"', html))
+    assert len(links) >= len(claims.collect_claims())
+    badges: dict[str, set[str]] = {}
+    missing = []
+    for href in sorted(links):
+        url = urlparse(urljoin("http://x/verification/", href))
+        if url.path not in badges:
+            tags = BADGE_TAG.findall(_html(built_site, url.path))
+            badges[url.path] = {m[1] for t in tags if (m := ID.search(t))}
+        if url.fragment not in badges[url.path]:
+            missing.append(href)
+    assert missing == []
+
+
+# --- the entries ------------------------------------------------------------------------------
+
+
+def test_entry_has_a_human_title_an_id_label_and_its_test_source(built_site):
+    html = _html(built_site, "verification/")
+    entry = html[html.index('id="ch01-c03"') :]
+    entry = entry[: entry.index("<h3", 10)]
+    title = re.sub(r'<a class="headerlink".*?</a>|<[^>]+>', "", entry[: entry.index("</h3>")])
+    assert title.endswith("C03 · tanh RNN：梯度消失的充分条件")
+    assert '<span class="claim-id">ch01-c03</span>' in entry
+    claim = entry[entry.index("<strong>论断</strong>") :].split("<br", 1)[0]
+    assert "h<sub>T−k</sub>" in claim and "0.9<sup>k</sup>" in claim and "_" not in claim  # formulas typeset
+    source = re.search(r'<details class="claim-source">.*?</details>', entry, re.S)
+    assert source and "test_c03_sufficient_condition_for_vanishing" in source[0]
+    assert "chapters/01-why-attention/#claim-ch01-c03-1" in entry
+
+
+def test_every_claim_has_a_title_beyond_its_badge_text():
+    occurrences = claims.collect_occurrences()
+    bare = [c.id for c in claims.collect_claims() if " · " not in claims._title(c, occurrences.get(c.id, []))]
+    assert bare == []
+
+
+def test_titles_file_names_only_existing_claims():
+    assert set(claims.titles()) <= {c.id for c in claims.collect_claims()}
+
+
+@pytest.mark.parametrize("text, html", [
+    ("‖∂h_T/∂h_{T−k}‖₂ ≤ 0.9^k", "‖∂h<sub>T</sub>/∂h<sub>T−k</sub>‖₂ ≤ 0.9<sup>k</sup>"),
+    ("norm_first=True 与 masked_fill", "`norm_first=True` 与 `masked_fill`"),
+    ("|V|=37000，d_ff=2048", r"\|V\|=37000，d<sub>ff</sub>=2048"),
+    ("$W^O$ 不动", "$W^O$ 不动"),
+])
+def test_readable_claim_text(text, html):
+    assert claims.readable(text) == html
+
+
+# --- the last recorded run --------------------------------------------------------------------
+
+
+def _junit(path: Path, cases: list[tuple[str, str, str | None]]) -> Path:
+    body = "".join(f'<testcase classname="{c}" name="{n}">' + (f"<{o} />" if o else "") + "</testcase>"
+                   for c, n, o in cases)
+    path.write_text('<?xml version="1.0"?><testsuites><testsuite name="pytest" timestamp="2026-01-02T03:04:05">'
+                    f"{body}</testsuite></testsuites>", encoding="utf-8")
+    return path
+
+
+def _claim(test_file: str, test_name: str) -> claims.Claim:
+    return claims.Claim(id="ch01-c99", paper="§1", text="t", test_file=test_file, test_name=test_name, source="")
+
+
+def test_claim_status_reads_the_junit_xml(tmp_path):
+    junit = _junit(tmp_path / "junit.xml", [
+        ("tests.ch01.test_a", "test_ok[1]", None), ("tests.ch01.test_a", "test_ok[2]", "skipped"),
+        ("tests.ch01.test_a.TestK", "test_bad", "failure"), ("tests.ch01.test_a", "test_skip", "skipped")])
+    (tmp_path / "run.json").write_text(json.dumps({"commit": "0123456789abcdef", "dirty": False,
+                                                   "date": "2026-01-02 03:04 UTC", "torch": "2.13.0"}))
+    run = claims.read_run(junit, tmp_path / "run.json")
+    assert (run.date, run.commit, run.torch) == ("2026-01-02 03:04 UTC", "0123456", "2.13.0")
+    status = {name: claims.claim_status(_claim("tests/ch01/test_a.py", name), run)
+              for name in ["test_ok", "TestK::test_bad", "test_skip", "test_absent"]}
+    assert status == {"test_ok": "passed", "TestK::test_bad": "failed", "test_skip": "skipped", "test_absent": "none"}
+
+
+def test_a_stale_run_record_is_not_attributed_to_a_newer_xml(tmp_path):
+    junit = _junit(tmp_path / "junit.xml", [])
+    record = tmp_path / "run.json"
+    record.write_text(json.dumps({"commit": "0123456789", "date": "2020-01-01 00:00 UTC"}))
+    os.utime(record, (junit.stat().st_mtime - 3600,) * 2)
+    run = claims.read_run(junit, record)
+    assert run.commit == "" and run.date == "2026-01-02 03:04"
+
+
+def test_without_a_run_the_page_says_so_and_claims_no_pass(tmp_path):
+    assert claims.read_run(tmp_path / "none.xml", tmp_path / "none.json") is None
+    page = claims.render(claims.collect_claims()[:3], {}, None)
+    assert "尚无运行记录" in page and "通过" not in page
+
+
+def test_with_a_run_each_entry_says_when_and_on_which_commit(tmp_path):
+    claim = claims.collect_claims()[0]
+    module = claim.test_file.removesuffix(".py").replace("/", ".")
+    run = claims.Run(date="2026-01-02 03:04 UTC", commit="0123456+", torch="2.13.0",
+                     outcomes={f"{module}::{claim.test_name}": ["passed"]})
+    page = claims.render([claim], {}, run)
+    assert "**最近一次运行**：✔ 通过（2026-01-02 03:04 UTC，提交 `0123456`（含未提交的改动），PyTorch 2.13.0）" in page
