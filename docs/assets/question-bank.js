@@ -1,0 +1,79 @@
+// The question bank's controls (docs/interview.md, .qbank-controls): filter by chapter and
+// difficulty, reveal or hide every answer. No request leaves the page. The questions carry
+// data-chapter / data-stars (set at build time by sitebuild/questions.py). Without this
+// script the controls stay hidden and every question is still there, collapsed.
+(function () {
+  "use strict";
+
+  function setup() {
+    var bar = document.querySelector(".qbank-controls");
+    if (!bar || bar.dataset.ready) return;
+    bar.dataset.ready = "1";
+    var article = bar.closest("article") || document;
+    var questions = Array.prototype.slice.call(article.querySelectorAll("details.question[data-chapter]"));
+    var chapter = bar.querySelector("#qbank-chapter");
+    var stars = bar.querySelector("#qbank-stars");
+    var count = bar.querySelector(".qbank-count");
+
+    // chapter options: one per chapter present, named by the h2 above its first question
+    var seen = {};
+    questions.forEach(function (q) {
+      var n = q.dataset.chapter;
+      if (seen[n]) return;
+      seen[n] = true;
+      var el = q, title = "";
+      while ((el = el.previousElementSibling)) {
+        if (el.tagName === "H2") { title = el.textContent.replace("¶", "").trim(); break; }
+      }
+      var opt = document.createElement("option");
+      opt.value = n;
+      opt.textContent = title || "第 " + n + " 章";
+      chapter.appendChild(opt);
+    });
+
+    function visible(q) {
+      return (!chapter.value || q.dataset.chapter === chapter.value) &&
+             (!stars.value || q.dataset.stars === stars.value);
+    }
+
+    function apply() {
+      var shown = 0;
+      questions.forEach(function (q) {
+        var on = visible(q);
+        q.hidden = !on;
+        if (on) shown += 1;
+      });
+      // a heading stays only if a visible question follows it before the next heading of its rank or above
+      var headings = article.querySelectorAll("h2, h3");
+      Array.prototype.forEach.call(headings, function (h) {
+        var rank = Number(h.tagName[1]), el = h, any = false, inBank = false;
+        while ((el = el.nextElementSibling)) {
+          if (/^H[1-6]$/.test(el.tagName) && Number(el.tagName[1]) <= rank) break;
+          if (el.matches("details.question[data-chapter]")) { inBank = true; if (!el.hidden) { any = true; break; } }
+        }
+        if (inBank || h.hidden) h.hidden = inBank && !any;
+      });
+      count.textContent = "显示 " + shown + " / " + questions.length + " 题";
+    }
+
+    function reveal(open) {
+      questions.forEach(function (q) { if (!q.hidden) q.open = open; });
+    }
+
+    chapter.addEventListener("change", apply);
+    stars.addEventListener("change", apply);
+    bar.querySelector("[data-qbank=open]").addEventListener("click", function () { reveal(true); });
+    bar.querySelector("[data-qbank=close]").addEventListener("click", function () { reveal(false); });
+    bar.hidden = false;
+    apply();
+  }
+
+  // Material's instant navigation swaps pages without a reload: run on every page it shows.
+  if (typeof document$ !== "undefined" && document$.subscribe) {
+    document$.subscribe(setup);
+  } else if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", setup);
+  } else {
+    setup();
+  }
+})();
