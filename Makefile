@@ -12,12 +12,17 @@ PRESET ?= full
 export NO_MKDOCS_2_WARNING := 1
 export PYTHONHASHSEED := 0
 
+# Test workers (pytest-xdist): one per core, at most 4. They share one site build, one visit
+# of each page and one PDF (tests/support/shared.py).
+TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 2); [ $$n -gt 4 ] && n=4; echo $$n)
+XDIST := -n $(TEST_JOBS)
+
 KATEX_DIR := docs/assets/katex
 VENV_STAMP := $(VENV)/.stamp-installed
 NODE_STAMP := node_modules/.stamp-installed
 KATEX_STAMP := $(KATEX_DIR)/.stamp-copied
 
-.PHONY: setup figures build serve test test-fast probes experiments copy-task offline audit clean
+.PHONY: setup figures build serve test test-fast probes experiments copy-task offline audit screenshots pdf deck clean
 
 setup: $(VENV_STAMP) $(NODE_STAMP) $(KATEX_STAMP)
 
@@ -55,12 +60,13 @@ serve: build
 	$(VENV)/bin/mkdocs serve --dev-addr $(HOST):$(PORT)
 
 # The whole suite: unit and claim tests, the docs' code blocks, training smoke runs, the built site in Chromium.
+# --junitxml (+ test-output/run.json, tests/conftest.py): the run the verification page reports.
 test: setup figures
-	$(VENV)/bin/pytest --codeblocks tests docs
+	$(VENV)/bin/pytest --codeblocks tests docs $(XDIST) --junitxml=test-output/junit.xml
 
 # Everything but the browser and the training runs (no Chromium needed).
 test-fast: setup figures
-	$(VENV)/bin/pytest --codeblocks tests docs -m "not browser and not slow"
+	$(VENV)/bin/pytest --codeblocks tests docs $(XDIST) -m "not browser and not slow"
 
 # Measurements (wall time is measured here, never asserted in a test).
 probes: $(VENV_STAMP)
@@ -80,6 +86,20 @@ clean:
 # dist/site-offline.zip. Built from mkdocs-offline.yml (Material's offline plugin).
 offline: setup figures
 	$(PY) -m sitebuild.offline
+
+# Full-page pictures of every page at 390 and 1280 px, light and dark (test-output/screenshots/),
+# to look at before calling a page done. PAGES="01-why-attention home" takes only those.
+screenshots: setup figures
+	$(PY) -m sitebuild.screenshots $(PAGES)
+
+# The PDF edition: dist/transformer-paper-reading.pdf, printed from a fresh strict build by
+# Chromium (A4, page numbers, bookmarks). Needs a Chinese TrueType font (fonts-wqy-microhei).
+pdf: setup figures
+	$(PY) -m sitebuild.pdf
+
+# The interview deck: dist/deck.tsv, one row per question, importable into Anki.
+deck: setup
+	$(PY) -m sitebuild.deck
 
 # Lighthouse on every chapter page of a fresh local build: lighthouse/<page>.json and
 # lighthouse/summary.md. A benchmark on this machine, not a test.

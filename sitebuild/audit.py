@@ -10,18 +10,13 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from urllib.parse import urljoin
 
 from sitebuild.config import nav_pages
-from sitebuild.serve import free_port, serve
+from sitebuild.browser import CHROMIUM, CHROMIUM_ARGS, BuildError, served_fresh_build
 
 ROOT = Path(__file__).resolve().parent.parent
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-# Flags without which Chromium tries to reach Google's hosts from this closed network.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
 def chapter_urls() -> list[str]:
@@ -32,48 +27,46 @@ LIGHTHOUSE = ROOT / "node_modules" / ".bin" / "lighthouse"
 CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
 
 
+def lighthouse(base: str, out_dir: Path) -> list[tuple]:
+    """Lighthouse on each chapter page under ``base``: (name, url, scores, audits, failed) rows."""
+    rows = []
+    for url in chapter_urls():
+        name = url.strip("/").split("/")[-1] or "home"
+        report = out_dir / f"{name}.json"
+        flags = " ".join(["--headless=new", *CHROMIUM_ARGS])
+        cmd = [
+            str(LIGHTHOUSE), urljoin(base, url), "--output=json", f"--output-path={report}",
+            f"--chrome-flags={flags}", "--quiet",
+            "--only-categories=" + ",".join(CATEGORIES),
+        ]
+        proc = subprocess.run(cmd, env=dict(os.environ, CHROME_PATH=CHROMIUM), capture_output=True, text=True)
+        if proc.returncode != 0 or not report.is_file():
+            raise RuntimeError(f"lighthouse failed on {url}:\n{proc.stdout}{proc.stderr}")
+        data = json.loads(report.read_text(encoding="utf-8"))
+        scores = {c: data["categories"][c]["score"] for c in CATEGORIES}
+        audits = data["audits"]
+        failed = sorted({
+            ref["id"]
+            for c in CATEGORIES for ref in data["categories"][c]["auditRefs"]
+            if ref["weight"] > 0 and (audits[ref["id"]].get("score") is not None)
+            and audits[ref["id"]]["score"] < 0.9
+        })
+        rows.append((name, url, scores, audits, failed, data))
+        print(f"lighthouse {url}: " + ", ".join(f"{c} {s * 100:.0f}" for c, s in scores.items()), flush=True)
+    return rows
+
+
 def main() -> int:
     """Lighthouse on every chapter page of a fresh local build. A benchmark, not a test."""
     out_dir = ROOT / "lighthouse"
     out_dir.mkdir(exist_ok=True)
-    port = free_port()
-    origin = f"http://127.0.0.1:{port}/"
-    with tempfile.TemporaryDirectory(prefix="audit-") as tmp:
-        site_dir = Path(tmp) / "site"
-        env = dict(os.environ, NO_MKDOCS_2_WARNING="1", SITE_URL=origin)
-        build = subprocess.run(
-            [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site_dir)],
-            cwd=ROOT, env=env, capture_output=True, text=True,
-        )
-        if build.returncode != 0:
-            sys.stderr.write(build.stdout + build.stderr)
-            return build.returncode
-        rows = []
-        with serve(site_dir, port) as base:
-            for url in chapter_urls():
-                name = url.strip("/").split("/")[-1] or "home"
-                report = out_dir / f"{name}.json"
-                flags = " ".join(["--headless=new", *CHROMIUM_ARGS])
-                cmd = [
-                    str(LIGHTHOUSE), urljoin(base, url), "--output=json", f"--output-path={report}",
-                    f"--chrome-flags={flags}", "--quiet",
-                    "--only-categories=" + ",".join(CATEGORIES),
-                ]
-                proc = subprocess.run(cmd, env=dict(os.environ, CHROME_PATH=CHROMIUM), capture_output=True, text=True)
-                if proc.returncode != 0 or not report.is_file():
-                    sys.stderr.write(proc.stdout + proc.stderr)
-                    return proc.returncode or 1
-                data = json.loads(report.read_text(encoding="utf-8"))
-                scores = {c: data["categories"][c]["score"] for c in CATEGORIES}
-                audits = data["audits"]
-                failed = sorted({
-                    ref["id"]
-                    for c in CATEGORIES for ref in data["categories"][c]["auditRefs"]
-                    if ref["weight"] > 0 and (audits[ref["id"]].get("score") is not None)
-                    and audits[ref["id"]]["score"] < 0.9
-                })
-                rows.append((name, url, scores, audits, failed))
-                print(f"lighthouse {url}: " + ", ".join(f"{c} {s * 100:.0f}" for c, s in scores.items()), flush=True)
+    try:
+        with served_fresh_build() as (base, _):
+            rows = lighthouse(base, out_dir)
+    except (BuildError, RuntimeError) as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 1
+    data = rows[-1][-1]
     lines = [
         "# Lighthouse",
         "",
@@ -84,7 +77,7 @@ def main() -> int:
         "| page | performance | accessibility | best practices | SEO | FCP | LCP | TBT | CLS | transfer |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name, url, scores, audits, failed in rows:
+    for name, url, scores, audits, failed, _ in rows:
         def metric(key):
             return audits.get(key, {}).get("displayValue", "–").replace("\xa0", " ")
         lines.append(
@@ -94,7 +87,7 @@ def main() -> int:
             f" | {audits['total-byte-weight']['numericValue'] / 1024:,.0f} KiB |"
         )
     lines += ["", "Audits below 90 that weigh on a score:", ""]
-    for name, url, scores, audits, failed in rows:
+    for name, url, scores, audits, failed, _ in rows:
         lines.append(f"- `{url}`: " + (", ".join(f"`{k}`" for k in failed) or "none"))
     (out_dir / "summary.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print((out_dir / "summary.md").read_text(encoding="utf-8"))

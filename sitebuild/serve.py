@@ -48,12 +48,23 @@ class GzipHandler(QuietHandler):
         return io.BytesIO(body)
 
 
+class SharedPortServer(http.server.ThreadingHTTPServer):
+    """Binds with SO_REUSEPORT, so that several processes can serve the same files on one port
+    (the test workers share one build, whose site_url names one origin)."""
+
+    allow_reuse_port = True
+
+
 @contextlib.contextmanager
-def serve(directory: Path, port: int | None = None, compress: bool = False):
-    """Serve ``directory`` on 127.0.0.1 in a background thread; yields the base URL."""
+def serve(directory: Path, port: int | None = None, compress: bool = False, shared: bool = False):
+    """Serve ``directory`` on 127.0.0.1 in a background thread; yields the base URL.
+
+    ``shared``: other processes may serve the same directory on the same port at the same time.
+    """
     port = port or free_port()
     handler = functools.partial(GzipHandler if compress else QuietHandler, directory=str(directory))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server_class = SharedPortServer if shared else http.server.ThreadingHTTPServer
+    server = server_class(("127.0.0.1", port), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

@@ -1,36 +1,103 @@
-"""Shared fixtures: the one strict build of the real site per test session, and a local server for it.
+"""Shared fixtures: the one strict build of the real site per test run, and a local server for it.
 
 The build uses the real mkdocs.yml with ``SITE_URL`` set to the test server's origin, so
-instant navigation behaves exactly as under ``make serve``. Everything else a test needs
-lives in tests/support/ (one helper layer) or in the folder's own conftest (tests/browser/).
+instant navigation behaves exactly as under ``make serve``. Under pytest-xdist (``make test``
+runs two workers) the workers share that one build and serve it on one port. Everything else a
+test needs lives in tests/support/ (one helper layer) or in the folder's own conftest (tests/browser/).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+from datetime import datetime, timezone
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
+from sitebuild.browser import CHROMIUM, chromium
 from sitebuild.serve import free_port, serve
 from tests.support.build import ROOT, mkdocs_build
+from tests.support.shared import once, shared_dir
+
+
+def pytest_configure(config):
+    """Under pytest-xdist, one torch thread per worker: the workers already fill the cores."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 @pytest.fixture(scope="session")
-def site_port() -> int:
-    return free_port()
+def shared(tmp_path_factory, worker_id) -> Path:
+    """A folder all xdist workers of this run share (tests/support/shared.py)."""
+    return shared_dir(tmp_path_factory, worker_id)
 
 
 @pytest.fixture(scope="session")
-def built_site(tmp_path_factory, site_port) -> Path:
-    """The site, built once per session with ``--strict``; fails loudly with mkdocs' log."""
-    site_dir = tmp_path_factory.mktemp("site") / "site"
-    proc = mkdocs_build(ROOT, site_dir, site_url=f"http://127.0.0.1:{site_port}/")
-    assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout}\n{proc.stderr}"
-    return site_dir
+def _site_build(shared) -> dict:
+    """Build the real site once per run, whatever the number of xdist workers.
+
+    The build's ``site_url`` names one port, which every worker then serves (``serve(shared=True)``).
+    """
+    def build() -> dict:
+        port = free_port()
+        site_dir = shared / "site"
+        proc = mkdocs_build(ROOT, site_dir, site_url=f"http://127.0.0.1:{port}/")
+        return {"site_dir": str(site_dir), "port": port, "returncode": proc.returncode,
+                "log": proc.stdout + proc.stderr}
+
+    return once(shared, "site-build", build)
+
+
+@pytest.fixture(scope="session")
+def site_port(_site_build) -> int:
+    return _site_build["port"]
+
+
+@pytest.fixture(scope="session")
+def built_site(_site_build) -> Path:
+    """The site, built once per run with ``--strict``; fails loudly with mkdocs' log."""
+    assert _site_build["returncode"] == 0, f"mkdocs build --strict failed:\n{_site_build['log']}"
+    return Path(_site_build["site_dir"])
+
+
+@pytest.fixture(scope="session")
+def chromium_browser():
+    """One Chromium per worker for the whole session (browser tests, the PDF edition)."""
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM} (set $CHROMIUM)")
+    with chromium() as browser:
+        yield browser
 
 
 @pytest.fixture(scope="session")
 def site_url(built_site, site_port) -> str:
     """Serve the built site on 127.0.0.1 for the browser tests."""
-    with serve(built_site, site_port) as url:
+    with serve(built_site, site_port, shared=True) as url:
         yield url
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """With ``--junitxml`` (``make test``), record beside the XML what it lacks: the commit, the date
+    (UTC) and the torch version. The verification page reads both (sitebuild/claims.py)."""
+    xmlpath = getattr(session.config.option, "xmlpath", None)
+    if not xmlpath or hasattr(session.config, "workerinput"):  # xdist: the controller writes the XML
+        return
+
+    def git(*args: str) -> str:
+        proc = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return proc.stdout.strip() if proc.returncode == 0 else ""
+
+    record = {
+        "commit": git("rev-parse", "HEAD"),
+        "dirty": bool(git("status", "--porcelain", "--untracked-files=no")),
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "torch": version("torch"),
+        "exitstatus": int(exitstatus),
+        "junit": Path(xmlpath).name,
+    }
+    out = Path(xmlpath).resolve().with_name("run.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

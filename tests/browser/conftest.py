@@ -1,4 +1,4 @@
-"""Browser fixtures: one Chromium per session, the served site's visit cache, and a gzip server.
+"""Browser fixtures: the served site's visit cache and a gzip server (Chromium: tests/conftest.py).
 
 Every test in this folder is marked ``browser`` (``make test-fast`` deselects them).
 """
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sitebuild.serve import serve
-from tests.browser.helpers import CHROMIUM, Site, launch
+from tests.browser.helpers import Site
 
 
 def pytest_collection_modifyitems(items):
@@ -21,21 +21,9 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
-def chromium_browser():
-    """One Chromium for the whole session (the suite runs on 2 shared cores)."""
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"no Chromium at {CHROMIUM} (set $CHROMIUM)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        browser = launch(p)
-        yield browser
-        browser.close()
-
-
-@pytest.fixture(scope="session")
-def site(chromium_browser, site_url, built_site) -> Site:
-    return Site(chromium_browser, site_url, built_site)
+def site(chromium_browser, site_url, built_site, shared) -> Site:
+    """Each page opened once per run: the xdist workers share the visits' reports."""
+    return Site(chromium_browser, site_url, built_site, shared)
 
 
 @pytest.fixture(scope="session")

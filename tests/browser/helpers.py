@@ -7,16 +7,15 @@ The pytest fixtures that use these live in tests/browser/conftest.py. Chromium i
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 import time
 from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
-from sitebuild.config import nav_pages, src_to_url
+from sitebuild.config import nav_pages
+from tests.support.shared import once
 
 ROOT = Path(__file__).resolve().parents[2]
-from sitebuild.audit import CHROMIUM, CHROMIUM_ARGS  # noqa: E402  one list of Chromium flags
 
 OUTPUT = ROOT / "test-output"
 SCREENSHOTS = OUTPUT / "screenshots"
@@ -53,10 +52,6 @@ def sitemap_urls(site_dir: Path, site_url: str) -> list[str]:
 # --------------------------------------------------------------------------------------
 # Chromium
 # --------------------------------------------------------------------------------------
-
-
-def launch(playwright):
-    return playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
 
 
 def new_context(browser, scheme: str = "light", viewport: dict | None = None, **kw):
@@ -114,7 +109,8 @@ def wait_for_page(page) -> None:
     subscription, which also fires after every instant-navigation page switch.
     """
     page.wait_for_load_state("load")
-    page.wait_for_function("() => document.body.dataset.pageReady === location.href", timeout=30_000)
+    # a ceiling, not a speed check: a 1 MB page next to a PDF print on 2 shared cores is slow
+    page.wait_for_function("() => document.body.dataset.pageReady === location.href", timeout=90_000)
     page.evaluate("document.fonts.ready.then(() => true)")
     with contextlib.suppress(Exception):
         page.wait_for_load_state("networkidle", timeout=5_000)
@@ -219,6 +215,53 @@ LINE_START_PUNCT_JS = r"""() => {
   return {checked, line_starts: out};
 }"""
 
+OVERFLOW_JS = """() => {
+  const vw = document.documentElement.clientWidth;
+  const scrolls = el => { for (let e = el; e && e !== document.body; e = e.parentElement) {
+      const o = getComputedStyle(e).overflowX; if (o === 'auto' || o === 'scroll' || o === 'hidden') return true; }
+    return false; };
+  const offenders = [];
+  for (const el of document.querySelectorAll('.md-content *')) {
+    const r = el.getBoundingClientRect();
+    if (r.width && r.right > vw + 1 && !scrolls(el.parentElement)) {
+      offenders.push(el.tagName.toLowerCase() + '.' + [...el.classList].join('.') + ' (' + Math.round(r.right) + 'px)');
+      if (offenders.length >= 8) break;
+    }
+  }
+  return {page: document.documentElement.scrollWidth - vw, offenders};
+}"""
+
+
+# A display formula wider than its column scrolls inside itself; the reader must see that it
+# does: a scroll shadow (extra.css: gradients, the covers attached "local"), overflow-x auto.
+SCROLL_CUE_JS = """() => {
+  const wide = [], without_cue = [];
+  for (const el of document.querySelectorAll('.md-content .katex-display')) {
+    if (el.scrollWidth <= el.clientWidth + 1) continue;
+    const cs = getComputedStyle(el);
+    const tex = (el.querySelector('annotation') || {}).textContent || '';
+    wide.push(tex.slice(0, 40));
+    const cue = cs.overflowX === 'auto' && (cs.backgroundImage.match(/gradient/g) || []).length >= 4
+      && /local/.test(cs.backgroundAttachment) && /scroll/.test(cs.backgroundAttachment);
+    if (!cue) without_cue.push(tex.slice(0, 60));
+  }
+  return {wide: wide.length, without_cue};
+}"""
+
+
+# What names the page: <title>, the phone header's topic, the nav's active entries, and any
+# nav or footer label that is a bare "正文".
+NAMES_JS = r"""() => ({
+  title: document.title,
+  header: document.querySelector('.md-header__topic[data-md-component=header-topic] .md-ellipsis').textContent.trim(),
+  active: [...document.querySelectorAll('nav.md-nav--primary a.md-nav__link--active')]
+            .filter(a => !a.closest('.md-nav--secondary'))  // the TOC's current heading
+            .map(a => a.textContent.trim()).filter(Boolean),
+  bare: [...document.querySelectorAll('nav.md-nav a.md-nav__link, .md-footer__title')]
+          .map(a => a.textContent.trim()).filter(s => /^(上一页|下一页)?\s*正文$/.test(s)),
+})"""
+
+
 IMAGES_JS = """async () => {
   const imgs = [...document.images];
   for (const img of imgs) img.loading = 'eager';
@@ -299,11 +342,23 @@ REVEAL_JS = """el => {
 }"""
 
 
-def check_copy_buttons(page) -> tuple[int, list[str]]:
-    """Click every copy button; the clipboard must hold exactly the block's text."""
-    targets = page.evaluate(COPY_TARGETS_JS)["buttons"]
+# How many copy buttons a visit clicks, spread over the page: Material's one copy script
+# serves every block, so the first, the last and a few between show whether it copies the
+# block's own text (a page with 150 blocks took two minutes to click through).
+COPY_SAMPLE = 6
+
+
+def sample_evenly(items: list, k: int) -> list:
+    """At most ``k`` of ``items``: the first, the last and evenly spaced ones between."""
+    if len(items) <= k:
+        return list(items)
+    return [items[round(i * (len(items) - 1) / (k - 1))] for i in range(k)]
+
+
+def check_copy_buttons(page, targets: list[str]) -> tuple[int, list[str]]:
+    """Click the copy buttons of ``targets``; the clipboard must hold exactly the block's text."""
     bad = []
-    for i, target in enumerate(targets):
+    for target in targets:
         button = page.locator(f'.md-content [data-md-type=copy][data-clipboard-target="{target}"]').first
         button.evaluate(REVEAL_JS)
         page.evaluate("navigator.clipboard.writeText('')")
@@ -316,26 +371,55 @@ def check_copy_buttons(page) -> tuple[int, list[str]]:
     return len(targets), bad
 
 
-class Site:
-    """Visits pages of the served site, once per (page, palette), and keeps what it saw."""
+def layout(page) -> dict:
+    """What a reader at the current width sees go wrong: sideways page scroll, formulas that
+    scroll without a cue, lines that start with closing punctuation."""
+    return {"overflow": page.evaluate(OVERFLOW_JS), "cue": page.evaluate(SCROLL_CUE_JS),
+            "punct": page.evaluate(LINE_START_PUNCT_JS)}
 
-    def __init__(self, browser, base_url: str, site_dir: Path):
+
+def set_width(page, viewport: dict) -> None:
+    """A new viewport, laid out (katex-init.js re-marks the scrolling blocks on resize)."""
+    page.set_viewport_size(viewport)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+def switch_palette(page, scheme: str) -> None:
+    """Material's palette toggle, as a reader flips it; waits until the scheme is applied."""
+    want = "slate" if scheme == "dark" else "default"
+    page.locator("form[data-md-component=palette] label:visible").first.click()
+    page.wait_for_function("s => document.body.getAttribute('data-md-color-scheme') === s", arg=want,
+                           timeout=10_000)
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+
+
+class Site:
+    """Visits each page of the served site once and keeps what it saw, for both palettes.
+
+    One load per page (the suite runs on 2 shared cores and chapter pages are large): in the
+    light palette at 1280 px, everything; then the reader's palette toggle to dark, for what
+    depends on colour (math in the palette, axe's colour rules); then 390 px, for the layout.
+    """
+
+    def __init__(self, browser, base_url: str, site_dir: Path, shared: Path | None = None):
         self.browser = browser
         self.base_url = base_url
         self.site_dir = site_dir
-        self._reports: dict[tuple[str, str], dict] = {}
+        self.shared = shared  # with a folder, one visit per run for all xdist workers
+        self._reports: dict[str, dict[str, dict]] = {}
+        self._ids: dict[Path, set[str]] = {}
 
     def url(self, path: str) -> str:
         return urljoin(self.base_url, path)
 
     def report(self, path: str, scheme: str = "light") -> dict:
-        key = (path, scheme)
-        if key not in self._reports:
-            self._reports[key] = self._visit(path, scheme)
-        return self._reports[key]
+        if path not in self._reports:
+            visit = lambda: self._visit(path)  # noqa: E731
+            self._reports[path] = once(self.shared, f"visit-{path}", visit) if self.shared else visit()
+        return self._reports[path][scheme]
 
-    def _visit(self, path: str, scheme: str) -> dict:
-        ctx = new_context(self.browser, scheme)
+    def _visit(self, path: str) -> dict[str, dict]:
+        ctx = new_context(self.browser, "light", viewport=DESKTOP)
         origin = "{0.scheme}://{0.netloc}".format(urlparse(self.base_url))
         ctx.grant_permissions(["clipboard-read", "clipboard-write"], origin=origin)
         page = ctx.new_page()
@@ -344,25 +428,39 @@ class Site:
             page.goto(self.url(path), wait_until="load")
             wait_for_page(page)
             math = page.evaluate(MATH_JS, _NOT_PROSE)
-            show_everything(page)  # axe's colour checks and the images need painted blocks
-            report = {
-                "path": path,
-                "scheme": scheme,
+            show_everything(page)  # axe's colour checks, the images and the layout need painted blocks
+            code = page.evaluate(COPY_TARGETS_JS)
+            sample = sample_evenly(code["buttons"], COPY_SAMPLE)
+            light = {
                 "math": {k: v for k, v in math.items() if k != "prose"},
                 "raw_tex": raw_tex(math["prose"]),
                 "images": page.evaluate(IMAGES_JS),
                 "anchors": page.evaluate(ANCHORS_JS),
-                "axe": run_axe(page, None if scheme == "light" else AXE_COLOUR_RULES),
+                "names": page.evaluate(NAMES_JS),
+                "axe": run_axe(page),
+                "code": code,
+                "layout": {"desktop": layout(page)},
             }
-            if scheme == "light":
-                report["code"] = page.evaluate(COPY_TARGETS_JS)
-                report["copy_checked"], report["copy_bad"] = check_copy_buttons(page)
-            # After axe and the clicks, so that they are checked too.
-            report["console_errors"] = list(rec.console_errors)
-            report["bad_responses"] = list(rec.bad_responses)
-            report["foreign_requests"] = rec.foreign_requests()
-            report["request_count"] = len(rec.requests)
-            return report
+            light["copy_checked"], light["copy_bad"] = check_copy_buttons(page, sample)
+
+            switch_palette(page, "dark")
+            math = page.evaluate(MATH_JS, _NOT_PROSE)
+            dark = {
+                "math": {k: v for k, v in math.items() if k != "prose"},
+                "raw_tex": raw_tex(math["prose"]),
+                "axe": run_axe(page, AXE_COLOUR_RULES),
+            }
+            set_width(page, MOBILE)
+            light["layout"]["mobile"] = layout(page)
+            # After axe, the clicks and the palette switch, so that they are checked too.
+            shared = {
+                "path": path,
+                "console_errors": list(rec.console_errors),
+                "bad_responses": list(rec.bad_responses),
+                "foreign_requests": rec.foreign_requests(),
+                "request_count": len(rec.requests),
+            }
+            return {"light": {**shared, "scheme": "light", **light}, "dark": {**shared, "scheme": "dark", **dark}}
         finally:
             ctx.close()
 
@@ -372,8 +470,10 @@ class Site:
         file = self.site_dir / (path + "index.html" if path.endswith("/") or not path else path)
         if not file.is_file():
             return None
-        html = file.read_text(encoding="utf-8")
-        return set(re.findall(r"""\b(?:id|name)=["']?([^"'\s>]+)""", html))
+        if file not in self._ids:
+            html = file.read_text(encoding="utf-8")
+            self._ids[file] = set(re.findall(r"""\b(?:id|name)=["']?([^"'\s>]+)""", html))
+        return self._ids[file]
 
 
 def save_screenshot(page, name: str, full_page: bool = True) -> Path:
@@ -404,15 +504,18 @@ SEARCH_WORKER_JS = """async (queries) => {
   const out = {};
   for (const q of queries) {
     const res = await ask({type: 2, data: q});
-    out[q] = res.data.items.map(group => group.map(item => item.location));
+    // title and (highlighted) text only for the first pages, the ones a reader sees
+    out[q] = res.data.items.map((group, i) => group.map(item => i < 3
+      ? {location: item.location, title: item.title, text: item.text} : {location: item.location}));
   }
   worker.terminate();
   return out;
 }"""
 
 
-def search_with_worker(page, queries: list[str]) -> dict[str, list[list[str]]]:
-    """For each query, the result groups (one per page, best first) as lists of locations."""
+def search_with_worker(page, queries: list[str]) -> dict[str, list[list[dict]]]:
+    """For each query, the result groups (one per page, best first): lists of items with the
+    location, and for the first three pages the title and (highlighted) text a reader sees."""
     return page.evaluate(SEARCH_WORKER_JS, queries)
 
 

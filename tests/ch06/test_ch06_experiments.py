@@ -3,7 +3,6 @@ tiny smoke runs into tmp_path, and the renderers."""
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 
 from tests.support.copyrun import run_fresh_each
 from tests.support.sections import DOCS, ROOT, page_code_includes, pages_with_code, parse_sections, section

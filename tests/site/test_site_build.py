@@ -6,7 +6,6 @@ import json
 import re
 from html.parser import HTMLParser
 
-import pytest
 
 from tests.support.build import ROOT, mkdocs_build, tiny_site
 
