@@ -167,6 +167,8 @@ def collect_occurrences(docs_dir: Path = DOCS) -> dict[str, list[Occurrence]]:
     for _, src, _ in nav_pages():
         if not src.endswith(".md") or not (docs_dir / src).is_file():
             continue
+        if src == "verification.md":  # the page this module writes lists claims; it cites none
+            continue
         text, badges = claimanchors.page_badges(src, docs_dir)
         headings = [(m.start(), (m[1] or m[2]).strip()) for m in HEADING.finditer(text)]
         for badge in badges:
