@@ -130,7 +130,7 @@ def test_first_use_links_point_at_a_page_that_uses_the_term():
 # verbatim: code, math, HTML, attribute lists, link targets, admonition titles, block quotes.
 QUOTE_SYNTAX = re.compile(
     r"<!--.*?-->|\$\$.*?\$\$|\$[^$\n]+\$|`[^`\n]+`|\]\([^)\n]*\)|\{[^}\n]*\}|<[^>\n]*>"
-    r"|^[ \t]*(?:!!!|\?\?\?\+?)[ \t]+[\w-]+(?:[ \t]+\"[^\"\n]*\")?|^[ \t]*>.*$|^[ \t]*--8<--.*$",
+    r"|^[ \t]*(?:!!!|\?\?\?\+?)[ \t]+[\w-]+(?:[ \t]+\"[^\"\n]*\")?|^[ \t]*>[^\n]*$|^[ \t]*--8<--[^\n]*$",
     re.S | re.M,
 )
 PROSE_QUOTE = re.compile(r"\"[^\"\n]+\"|“[^”\n]+”")
@@ -148,11 +148,31 @@ def test_quoted_in_prose_sees_only_prose():
         '!!! note "标题里的引号是语法"', '    `print("x")` 与 $\\text{"a"}$ 不算。',
         '> "The paper\'s own words"', '[链接](a.md "title"){ title="x" }',
         '```python', 's = "code"', '```',
+        '--8<-- "docs/x.md"', '之后的"正文"也要查。',
     ])
-    assert quoted_in_prose(text) == ['"缓解"', "“解决”"]
+    assert quoted_in_prose(text) == ['"缓解"', "“解决”", '"正文"']
 
 
 @pytest.mark.parametrize("page", pages())
 def test_prose_quotes_with_corner_brackets(page):
     quoted = quoted_in_prose((DOCS / page).read_text(encoding="utf-8"))
     assert quoted == [], f"{page}: write 「…」, not {quoted[:8]}"
+
+
+# Chinese typesetting writes a percentage without a space (99%, not 99 %): issue "Phone-fast".
+SPACED_PERCENT = re.compile(r"\d[ \u00a0\u2009]%")
+
+
+def spaced_percent_in_prose(text: str) -> list[str]:
+    text = re.sub(r"^([ \t]*)(`{3,}|~{3,}).*?^\1\2", " ", text, flags=re.S | re.M)  # fenced code
+    return SPACED_PERCENT.findall(QUOTE_SYNTAX.sub(" ", text))
+
+
+def test_spaced_percent_sees_only_prose():
+    assert spaced_percent_in_prose("准确率 99 %，`x = 5 % 3` 与 $7 \\% $ 不算。") == ["9 %"]
+
+
+@pytest.mark.parametrize("page", [*pages(), "errata.yml"])
+def test_percentages_without_a_space(page):
+    spaced = spaced_percent_in_prose((DOCS / page).read_text(encoding="utf-8"))
+    assert spaced == [], f"{page}: write 99%, not {spaced[:5]}"
