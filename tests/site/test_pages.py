@@ -69,3 +69,13 @@ def test_the_paste_detector_finds_a_paste(tmp_path):
     page = tmp_path / "page.md"
     page.write_text(f"# 页\n\n```python\n{code}\n```\n", encoding="utf-8")
     assert pasted_runs([page], [module]) == [f"page.md pastes snippets/attention.py:{name}"]
+
+
+def test_skip_reasons_name_test_files_that_exist():
+    """A skipped include says where it is tested; that place must exist (files move)."""
+    named = {m for page in DOCS.rglob("*.md")
+             for m in re.findall(r"tested in ((?:tests/\S+?)(?: and tests/\S+?)*)\)?\"\)", page.read_text(encoding="utf-8"))}
+    paths = {p.rstrip("/") for text in named for p in text.split(" and ")}
+    assert len(paths) >= 8
+    missing = sorted(p for p in paths if not (ROOT / p).exists())
+    assert missing == [], missing
