@@ -130,9 +130,10 @@ def show_everything(page) -> None:
     page.evaluate("""css => { const s = document.createElement('style'); s.id = 'show-everything';
                       s.textContent = css; document.head.append(s); }""", SHOW_EVERYTHING_CSS)
     size = page.viewport_size
-    page.set_viewport_size({"width": size["width"] - 1, "height": size["height"]})
-    page.set_viewport_size(size)
-    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    # Two resizes, each laid out before the next: a busy browser may otherwise deliver one
+    # resize event at the old width, which katex-init.js ignores (a flaky axe finding).
+    set_width(page, {"width": size["width"] - 1, "height": size["height"]})
+    set_width(page, size)
 
 
 # Text nodes under these are not prose: code, rendered math, scripts, the search UI.
