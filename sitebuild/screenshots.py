@@ -31,8 +31,9 @@ def shoot(browser, url: str, name: str, scheme: str, width: str) -> None:
                               is_mobile=mobile, has_touch=mobile, locale="zh-CN", service_workers="block")
     try:
         page = ctx.new_page()
+        page.set_default_timeout(180_000)  # the claims page is 1.4 MB: a full-page picture takes a while
         page.goto(url, wait_until="load")
-        page.wait_for_function("() => document.body.dataset.pageReady === location.href", timeout=30_000)
+        page.wait_for_function("() => document.body.dataset.pageReady === location.href")
         page.add_style_tag(content=SHOW_EVERYTHING_CSS)
         page.evaluate("document.fonts.ready.then(() => true)")
         page.screenshot(path=str(OUT / f"{name}-{scheme}-{width}.png"), full_page=True)
