@@ -64,7 +64,7 @@ body { font-size: 10.5pt; }
 .md-typeset .claim-ref-target { font-weight: 700; margin-right: 0.4em; }
 .md-typeset pre > code, .md-typeset pre.bibtex { white-space: pre-wrap !important; overflow-wrap: anywhere; }
 .md-typeset .md-typeset__scrollwrap, .md-typeset .md-typeset__table { overflow: visible !important; }
-.md-typeset .katex-display { overflow: visible !important; }
+.md-typeset .katex-display { overflow: visible !important; background: none !important; }  /* no scroll shadow on paper */
 .md-typeset .tabbed-set > input:not(:checked) + label { display: none; }
 .md-typeset table:not([class]) { display: table !important; width: 100% !important; max-width: 100%; font-size: 0.75em; }
 .md-typeset table:not([class]) th, .md-typeset table:not([class]) td { overflow-wrap: anywhere; padding: 0.35em 0.5em !important; }
