@@ -49,7 +49,8 @@ $(KATEX_STAMP): $(NODE_STAMP) Makefile
 	cp node_modules/katex/dist/fonts/*.woff2 $(KATEX_DIR)/fonts/
 	touch $@
 
-# results/*.json -> docs/generated/ (figures, measured tables, the claims page).
+# results/*.json -> docs/generated/ (figures, measured tables, the claims page). The figures are
+# rendered again only when an input changed (sitebuild/figures.py: --force renders anyway).
 figures: $(VENV_STAMP)
 	$(PY) -m sitebuild.figures
 
@@ -61,12 +62,14 @@ serve: build
 
 # The whole suite: unit and claim tests, the docs' code blocks, training smoke runs, the built site in Chromium.
 # --junitxml (+ test-output/run.json, tests/conftest.py): the run the verification page reports.
+# Both test targets keep bytecode (__pycache__/, git-ignored) even where PYTHONDONTWRITEBYTECODE
+# is set: pytest then rewrites the asserts of each test module once, not in every worker every run.
 test: setup figures
-	$(VENV)/bin/pytest --codeblocks tests docs $(XDIST) --junitxml=test-output/junit.xml
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest --codeblocks tests docs $(XDIST) --junitxml=test-output/junit.xml
 
 # Everything but the browser and the training runs (no Chromium needed).
 test-fast: setup figures
-	$(VENV)/bin/pytest --codeblocks tests docs $(XDIST) -m "not browser and not slow"
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest --codeblocks tests docs $(XDIST) -m "not browser and not slow"
 
 # Measurements (wall time is measured here, never asserted in a test).
 probes: $(VENV_STAMP)
@@ -80,7 +83,7 @@ copy-task: $(VENV_STAMP)
 	$(PY) -m snippets.experiments.copy_task --preset $(PRESET)
 
 clean:
-	rm -rf site site-offline dist docs/generated $(KATEX_DIR) test-output lighthouse .pytest_cache
+	rm -rf site site-offline dist docs/generated $(KATEX_DIR) test-output lighthouse .pytest_cache .cache/katex
 
 # The offline edition: site-offline/ (open index.html from disk, search included) and
 # dist/site-offline.zip. Built from mkdocs-offline.yml (Material's offline plugin).
@@ -101,7 +104,10 @@ pdf: setup figures
 deck: setup
 	$(PY) -m sitebuild.deck
 
-# Lighthouse on every chapter page of a fresh local build: lighthouse/<page>.json and
-# lighthouse/summary.md. A benchmark on this machine, not a test.
+# Phone performance of every chapter page, the question bank and the home page, from a fresh
+# build served with gzip: a tracing-free field harness (4x CPU, slow 4G, 412 px) beside
+# Lighthouse 12.2.3 (as shipped, and without its invalidationTracking trace category), median
+# of RUNS=3, and a traced breakdown of the first chapter: lighthouse/summary.md.
+# A benchmark on this machine, not a test. PAGES="06-embeddings-tokens" RUNS=1 for a quick look.
 audit: setup figures
 	$(PY) -m sitebuild.audit

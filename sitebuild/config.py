@@ -19,6 +19,16 @@ def load(name: str = "mkdocs.yml"):
     return load_config(str(ROOT / name))
 
 
+@cache
+def _yaml(name: str) -> dict:
+    """The config file as ``load_config`` reads it (``INHERIT``, ``!ENV``) without loading the plugins:
+    the nav needs no plugin, and mkdocs-jupyter's imports alone take seconds in every process."""
+    from mkdocs.utils.yaml import yaml_load
+
+    with open(ROOT / name, encoding="utf-8") as f:
+        return yaml_load(f)
+
+
 def _flatten(nav) -> list[tuple[str, str]]:
     """[(title, docs-relative source path)] in nav order (external links left out)."""
     out: list[tuple[str, str]] = []
@@ -47,8 +57,8 @@ def src_to_url(src: str, directory_urls: bool = True) -> str:
 
 def nav_pages(name: str = "mkdocs.yml") -> list[tuple[str, str, str]]:
     """[(nav title, source path, site-relative URL)] for every page in the nav."""
-    cfg = load(name)
-    return [(t, s, src_to_url(s, cfg["use_directory_urls"])) for t, s in _flatten(cfg["nav"])]
+    cfg = _yaml(name)
+    return [(t, s, src_to_url(s, cfg.get("use_directory_urls", True))) for t, s in _flatten(cfg["nav"])]
 
 
 def chapters() -> dict[str, tuple[str, str]]:

@@ -12,7 +12,9 @@ reader sees typeset math with the first paint and the pages load no math JavaScr
 Rendering runs in ``on_post_page``, after the search plugin has read the page, so KaTeX's
 glyph text and MathML stay out of the search index. One long-lived Node process per build
 (:data:`SCRIPT`, the site's own ``node_modules/katex``, so the HTML cannot drift from the
-served CSS and fonts) answers one JSON line per page. A formula KaTeX rejects fails the build,
+served CSS and fonts) answers one JSON line per page. Typeset formulas are kept between builds
+in :data:`CACHE_DIR`, one file per KaTeX version and script (:func:`cache_file`): a build
+starts Node only for formulas no earlier build typeset. A formula KaTeX rejects fails the build,
 naming the page and the formula; a Node process that stops answering fails it after
 :data:`TIMEOUT_S` seconds.
 """
@@ -20,8 +22,10 @@ naming the page and the formula; a Node process that stops answering fails it af
 from __future__ import annotations
 
 import atexit
+import hashlib
 import html
 import json
+import os
 import queue
 import re
 import shutil
@@ -36,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 KATEX = ROOT / "node_modules" / "katex"
 SCRIPT = Path(__file__).resolve().parent / "katex_render.mjs"
 TIMEOUT_S = 60.0
+CACHE_DIR = ROOT / ".cache" / "katex"  # .cache/ is git-ignored
 # KaTeX's fonts are font-display: block; the two every page needs first are preloaded.
 PRELOAD_FONTS = ("KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2")
 
@@ -65,26 +70,52 @@ class KatexError(Exception):
         self.formula, self.message = formula, message
 
 
-class Renderer:
-    """One Node process; :meth:`render` sends a batch of formulas and waits (with a timeout) for the HTML."""
+def cache_file() -> Path:
+    """Where typeset formulas are kept: one file per KaTeX version and render script (its options)."""
+    version = json.loads((KATEX / "package.json").read_text(encoding="utf-8"))["version"]
+    script = hashlib.sha256(SCRIPT.read_bytes()).hexdigest()[:12]
+    return CACHE_DIR / f"katex-{version}-{script}.json"
 
-    def __init__(self, timeout: float = TIMEOUT_S):
-        node = shutil.which("node")
-        if node is None:
+
+def _read_cache(path: Path | None) -> dict[tuple[str, bool], str]:
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8")) if path else {}
+    except (OSError, ValueError):  # none yet, or unreadable: typeset again
+        return {}
+    return {(key[1:], key[0] == "D"): value for key, value in stored.items()}
+
+
+class Renderer:
+    """One Node process, started at the first formula not cached; :meth:`render` sends a batch of
+    formulas and waits (with a timeout) for the HTML. With ``cache``, typeset formulas are read from
+    and (on :meth:`close`) added to that file."""
+
+    def __init__(self, timeout: float = TIMEOUT_S, cache: Path | None = None):
+        self.node = shutil.which("node")
+        if self.node is None:
             raise PluginError("mathrender: `node` is not on PATH (math is typeset at build time)")
         if not (KATEX / "package.json").is_file():
             raise PluginError(f"mathrender: no KaTeX at {KATEX}; run `make setup` (npm ci)")
         self.timeout = timeout
-        self.proc = subprocess.Popen([node, str(SCRIPT), str(KATEX)], stdin=subprocess.PIPE,
+        self.proc: subprocess.Popen | None = None
+        self.cache_path = cache
+        self.cache = _read_cache(cache)
+        self._stored = len(self.cache)
+        self.count = 0
+        self._id = 0
+
+    def _start(self) -> None:
+        self.proc = subprocess.Popen([self.node, str(SCRIPT), str(KATEX)], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, encoding="utf-8", bufsize=1)
         self.lines: queue.Queue[str] = queue.Queue()
         self.stderr: list[str] = []
         threading.Thread(target=self._pump, args=(self.proc.stdout, self.lines.put), daemon=True).start()
         threading.Thread(target=self._pump, args=(self.proc.stderr, self.stderr.append), daemon=True).start()
-        self.cache: dict[tuple[str, bool], str] = {}
-        self.count = 0
-        self._id = 0
+
+    def exited(self) -> bool:
+        """Node was started and has stopped (a new Renderer is needed)."""
+        return self.proc is not None and self.proc.poll() is not None
 
     @staticmethod
     def _pump(stream, put):
@@ -96,6 +127,8 @@ class Renderer:
         """``[(tex, display)]`` -> KaTeX HTML for each, in order (cached by TeX and mode)."""
         todo = sorted({item for item in items if item not in self.cache})
         if todo:
+            if self.proc is None:
+                self._start()
             self._id += 1
             request = {"id": self._id, "items": [{"tex": t, "display": d} for t, d in todo]}
             try:
@@ -121,13 +154,26 @@ class Renderer:
         return [self.cache[item] for item in items]
 
     def close(self):
-        if self.proc.poll() is None:
+        if self.proc is not None and self.proc.poll() is None:
             self.proc.stdin.close()
             try:
                 self.proc.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        self._save()
+
+    def _save(self) -> None:
+        """Add this build's new formulas to the cache file (merged: another build may have written it)."""
+        if self.cache_path is None or len(self.cache) == self._stored:
+            return
+        merged = {**_read_cache(self.cache_path), **self.cache}
+        data = {("D" if display else "I") + tex: value for (tex, display), value in sorted(merged.items())}
+        self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.cache_path.with_name(f"{self.cache_path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        os.replace(tmp, self.cache_path)  # readers see the old file or the new one, never half of one
+        self._stored = len(self.cache)
 
 
 # ---------------------------------------------------------------------------- the page
@@ -247,8 +293,8 @@ _renderer: Renderer | None = None
 
 def _get_renderer() -> Renderer:
     global _renderer
-    if _renderer is None or _renderer.proc.poll() is not None:
-        _renderer = Renderer()
+    if _renderer is None or _renderer.exited():
+        _renderer = Renderer(cache=cache_file())
     return _renderer
 
 

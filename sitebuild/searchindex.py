@@ -4,9 +4,11 @@ Material's search plugin indexes the HTML it is given; this hook shapes that inp
 so that results show prose, read without TeX and put the explaining section first:
 
 * :func:`on_page_context` (before the search plugin reads the page) marks code blocks and
-  notebook code cells/outputs with Material's own ``data-search-exclude``; the plugin skips
-  them and strips the attribute, so the served page is unchanged. Test source, notebook code,
-  "In [ ]:" prompts and "Copied!" labels never reach the index; claim titles and texts do.
+  notebook code cells/outputs with Material's own ``data-search-exclude`` and hands the plugin
+  them empty (the plugin skips them anyway; their highlighting spans were most of its parsing
+  time); :func:`on_post_page` puts them back, so the served page is unchanged. Test source,
+  notebook code, "In [ ]:" prompts and "Copied!" labels never reach the index; claim titles
+  and texts do.
 * :func:`on_post_build` (after the plugin wrote ``search/search_index.json``, before the
   offline plugin copies it into ``search_index.js``) rewrites each entry: TeX
   (``\\(…\\)``, ``\\[…\\]``, notebook ``$…$``) becomes plain text (``\\sqrt{d_k}`` → ``√d_k``,
@@ -25,6 +27,7 @@ import json
 import re
 from pathlib import Path
 
+from mkdocs.exceptions import PluginError
 from mkdocs.plugins import event_priority
 
 # Elements whose text is code, not prose: every <pre> (code blocks, test source, notebook
@@ -291,10 +294,34 @@ def clean_entry(entry: dict) -> dict:
     return entry
 
 
+# An excluded element whole: its inside is no search input, so the plugin reads it emptied
+# (highlighted code is mostly <span> tags, which its HTML parser would read one by one).
+EXCLUDED_ELEMENT = re.compile(rf"(<([a-z]+)\b[^>]*{EXCLUDE}[^>]*>).*?(</\2>)", re.S)
+# What the search plugin removes from the page it read (Material: data-search-exclude etc.).
+SEARCH_ATTRIBUTE = re.compile(r"\s?data-search-\w+=\"[^\"]+\"")
+
+# page source path -> (the HTML the page's template got, the HTML the page is served with)
+_emptied: dict[str, tuple[str, str]] = {}
+
+
 @event_priority(50)  # before the search plugin (priority 0) reads the page
 def on_page_context(context, page, config, nav, **kwargs):
-    page.content = CODE_BLOCK.sub(lambda m: f"<{m.group(1)}{EXCLUDE}", page.content)
+    marked = CODE_BLOCK.sub(lambda m: f"<{m.group(1)}{EXCLUDE}", page.content)
+    emptied = EXCLUDED_ELEMENT.sub(r"\1\3", marked)
+    if emptied != marked:  # the search plugin strips the attributes from what it read
+        _emptied[page.file.src_uri] = (SEARCH_ATTRIBUTE.sub("", emptied), SEARCH_ATTRIBUTE.sub("", page.content))
+    page.content = emptied
     return context
+
+
+@event_priority(100)  # first of all: the page gets back the code the search plugin did not read
+def on_post_page(output, page, config, **kwargs):
+    shown, served = _emptied.pop(page.file.src_uri, (None, None))
+    if shown is None:
+        return output
+    if output.count(shown) != 1:
+        raise PluginError(f"searchindex: {page.file.src_uri}: the page's content is not in its HTML once")
+    return output.replace(shown, served, 1)
 
 
 @event_priority(-50)  # after the search plugin writes the index, before offline (-100) copies it

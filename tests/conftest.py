@@ -19,8 +19,8 @@ import pytest
 
 from sitebuild.browser import CHROMIUM, chromium
 from sitebuild.serve import free_port, serve
-from tests.support.build import ROOT, mkdocs_build
-from tests.support.shared import once, shared_dir
+from tests.support.build import ROOT, site_build_command
+from tests.support.shared import reap, result, shared_dir, start
 
 
 def pytest_configure(config):
@@ -35,20 +35,27 @@ def shared(tmp_path_factory, worker_id) -> Path:
     return shared_dir(tmp_path_factory, worker_id)
 
 
+SITE_BUILD = "site-build"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _start_site_build(request, shared):
+    """Start the real site's build in the background before the first test, if any test of this run
+    needs it: the workers run other tests meanwhile instead of waiting for it."""
+    if any("_site_build" in getattr(item, "fixturenames", ()) for item in request.session.items):
+        start(shared, SITE_BUILD, site_build_command(shared / "site", free_port()))
+    yield
+    reap()  # another worker may still be waiting for the build: let it finish
+
+
 @pytest.fixture(scope="session")
 def _site_build(shared) -> dict:
-    """Build the real site once per run, whatever the number of xdist workers.
+    """The real site, built once per run whatever the number of xdist workers.
 
     The build's ``site_url`` names one port, which every worker then serves (``serve(shared=True)``).
     """
-    def build() -> dict:
-        port = free_port()
-        site_dir = shared / "site"
-        proc = mkdocs_build(ROOT, site_dir, site_url=f"http://127.0.0.1:{port}/")
-        return {"site_dir": str(site_dir), "port": port, "returncode": proc.returncode,
-                "log": proc.stdout + proc.stderr}
-
-    return once(shared, "site-build", build)
+    start(shared, SITE_BUILD, site_build_command(shared / "site", free_port()))  # started already, normally
+    return result(shared, SITE_BUILD)
 
 
 @pytest.fixture(scope="session")

@@ -139,3 +139,42 @@ def test_gpu_column_group_replaces_pending_when_cuda_results_exist(tmp_path):
     assert "GPU: pending" not in table and "GPU float32" in table
     slopes = (tmp_path / "out" / "walltime-slopes.md").read_text(encoding="utf-8")
     assert "SDPA 各后端" in slopes and "不可用" in slopes
+
+
+def test_make_figures_renders_again_only_when_an_input_or_an_output_changed(tmp_path, monkeypatch):
+    """`make figures` skips the render when the inputs' digest and the written files match the stamp."""
+    res, out = tmp_path / "res", tmp_path / "out"
+    res.mkdir()
+    renders = []
+
+    def fake_render_all(results_dir, out_dir):  # the stamp logic, without matplotlib's seconds
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "a.md").write_text(f"{len(list(results_dir.glob('*.json')))}\n", encoding="utf-8")
+        renders.append(1)
+        return sorted(out_dir.iterdir())
+
+    monkeypatch.setattr(figures, "render_all", fake_render_all)
+    assert figures.render_if_changed(res, out) is not None
+    assert figures.render_if_changed(res, out) is None and len(renders) == 1  # nothing changed
+    (res / "x.json").write_text("{}", encoding="utf-8")  # a new results file
+    assert figures.render_if_changed(res, out) is not None and len(renders) == 2
+    (out / "a.md").write_text("edited by hand\n", encoding="utf-8")  # an output changed
+    assert figures.render_if_changed(res, out) is not None and len(renders) == 3
+    assert (out / "a.md").read_text(encoding="utf-8") == "1\n"
+    (out / "a.md").unlink()  # an output deleted
+    assert figures.render_if_changed(res, out) is not None and len(renders) == 4
+    assert figures.render_if_changed(res, out, force=True) is not None and len(renders) == 5
+
+
+def test_the_inputs_digest_covers_results_code_questions_and_chapter_titles(monkeypatch):
+    """A change to a results file, a renderer, a questions file or a chapter's title changes the digest."""
+    root = figures.ROOT
+    files = {p.relative_to(root).as_posix() for pattern in figures.INPUTS for p in root.glob(pattern)}
+    assert {"sitebuild/render/style.py", "sitebuild/figures.py", "docs/errata.yml", "sitebuild/config.py",
+            "snippets/results.py", "results/schema/provenance.schema.json"} <= files
+    assert any(f.endswith("/questions.md") for f in files)
+    digest = figures.inputs_digest()
+    assert digest != figures.inputs_digest(figures.ROOT / "tests")  # other results, other digest
+    titles = {**figures.chapters(), "ch99": ("第 99 章 新的一章", "chapters/99-new/index.md")}
+    monkeypatch.setattr(figures, "chapters", lambda: titles)
+    assert figures.inputs_digest() != digest

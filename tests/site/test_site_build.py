@@ -6,8 +6,10 @@ import json
 import re
 from html.parser import HTMLParser
 
+import pytest
 
-from tests.support.build import ROOT, mkdocs_build, tiny_site
+from tests.support.build import ROOT, mkdocs_builds, tiny_site
+from tests.support.shared import once
 
 
 def test_strict_build_succeeds(built_site):
@@ -16,17 +18,36 @@ def test_strict_build_succeeds(built_site):
     assert (built_site / "search/search_index.json").is_file()
 
 
-def test_strict_build_fails_on_broken_links_and_anchors(tmp_path):
+GLOSSARY = "# 术语表\n\n## 一节 {#one}\n"
+# Tiny trees with the real configuration (tests/support/build.py), built in one interpreter.
+TINY_SITES = {
+    "good": {"index.md": "# 首页\n\n[好锚点](glossary.md#one)\n", "glossary.md": GLOSSARY},
+    "broken": {"index.md": "# 首页\n\n[坏链接](no-such-page.md)\n\n[坏锚点](glossary.md#no-such-anchor)\n",
+               "glossary.md": GLOSSARY},
+    "bad-formula": {"index.md": "# 首页\n\n$e^{i\\pi}+1=0$\n",
+                    "bad.md": "# 坏公式\n\n正常的 $x^2$，然后：\n\n$$\n\\frac{a}{b\n$$\n"},
+}
+
+
+@pytest.fixture(scope="module")
+def tiny_builds(shared) -> dict:
+    """{name: {"returncode", "log"}} of each tiny site's strict build, once per run (xdist workers share it)."""
+    def build_all() -> dict:
+        where = shared / "tiny-sites"
+        roots = {name: tiny_site(where / name, pages) for name, pages in TINY_SITES.items()}
+        procs = mkdocs_builds([(root, where / f"{name}-site") for name, root in roots.items()])
+        return {name: {"returncode": p.returncode, "log": p.stdout + p.stderr} for name, p in zip(roots, procs)}
+
+    return once(shared, "tiny-builds", build_all)
+
+
+def test_strict_build_fails_on_broken_links_and_anchors(tiny_builds):
     """A tiny tree with the real configuration: the good version builds, the broken one fails, naming both."""
-    glossary = "# 术语表\n\n## 一节 {#one}\n"
-    good = tiny_site(tmp_path / "good", {"index.md": "# 首页\n\n[好锚点](glossary.md#one)\n", "glossary.md": glossary})
-    assert mkdocs_build(good, tmp_path / "good-site").returncode == 0
-    broken = "# 首页\n\n[坏链接](no-such-page.md)\n\n[坏锚点](glossary.md#no-such-anchor)\n"
-    bad = tiny_site(tmp_path / "bad", {"index.md": broken, "glossary.md": glossary})
-    proc = mkdocs_build(bad, tmp_path / "bad-site")
-    assert proc.returncode != 0, "a broken reference must fail mkdocs build --strict"
-    assert "no-such-page.md" in proc.stderr + proc.stdout
-    assert "no-such-anchor" in proc.stderr + proc.stdout
+    assert tiny_builds["good"]["returncode"] == 0, tiny_builds["good"]["log"]
+    broken = tiny_builds["broken"]
+    assert broken["returncode"] != 0, "a broken reference must fail mkdocs build --strict"
+    assert "no-such-page.md" in broken["log"]
+    assert "no-such-anchor" in broken["log"]
 
 
 class _ResourceCollector(HTMLParser):
@@ -137,12 +158,10 @@ def test_math_stays_out_of_the_search_index(built_site):
     assert "katex" not in index and "MathML" not in index
 
 
-def test_bad_formula_fails_the_build_naming_page_and_formula(tmp_path):
-    page = "# 坏公式\n\n正常的 $x^2$，然后：\n\n$$\n\\frac{a}{b\n$$\n"
-    root = tiny_site(tmp_path / "bad", {"index.md": "# 首页\n\n$e^{i\\pi}+1=0$\n", "bad.md": page})
-    proc = mkdocs_build(root, tmp_path / "site")
-    assert proc.returncode != 0, "a formula KaTeX cannot parse must fail the build"
-    out = proc.stdout + proc.stderr
+def test_bad_formula_fails_the_build_naming_page_and_formula(tiny_builds):
+    proc = tiny_builds["bad-formula"]
+    assert proc["returncode"] != 0, "a formula KaTeX cannot parse must fail the build"
+    out = proc["log"]
     assert "bad.md" in out and "\\frac{a}{b" in out and "KaTeX" in out
 
 
@@ -170,3 +189,27 @@ def test_render_page_typesets_labels_notebooks_and_keeps_punctuation_on_the_line
     assert '<span class="cjk-nobr"><a class="claim" href="#x">✔ C01</a>。</span>' in out
     assert nb_n == 2 and 'class="katex-display"' in nb_out and "<pre>cost = $5 and $6</pre>" in nb_out
     assert "<code>$z$</code>" in nb_out and '<span class="cjk-punct">，</span>' in nb_out
+
+
+def test_typeset_formulas_are_kept_between_builds_and_bad_ones_still_fail(tmp_path):
+    """A second build takes a formula from the cache file without starting Node, with the same HTML;
+    a formula KaTeX rejects is never cached, so it fails every build."""
+    from sitebuild.mathrender import KatexError, Renderer, cache_file
+
+    cache = tmp_path / "katex.json"
+    first = Renderer(cache=cache)
+    try:
+        html = first.render([("\\sqrt{d_k}", False), ("x^2", True)])
+    finally:
+        first.close()
+    second = Renderer(cache=cache)
+    try:
+        assert second.render([("x^2", True), ("\\sqrt{d_k}", False)]) == html[::-1]
+        assert second.proc is None, "every formula was cached: Node must not start"
+        with pytest.raises(KatexError):
+            second.render([("\\frac{a}{b", False)])
+        assert second.proc is not None
+    finally:
+        second.close()
+    assert "\\frac{a}{b" not in cache.read_text(encoding="utf-8")
+    assert cache_file().name.startswith("katex-0.") and cache_file().parent.name == "katex"

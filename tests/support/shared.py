@@ -3,13 +3,17 @@
 ``make test`` runs two workers. Each has its own session fixtures, so without this each would
 build the site, open every page and print the PDF itself. :func:`once` runs a step in the
 first worker that asks for it and hands the other workers its JSON result, through a folder
-all workers of a run see and a file lock per step.
+all workers of a run see and a file lock per step. :func:`start` and :func:`result` do the
+same for a step run in the background from the start of the session (the site build).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
+import subprocess
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -28,9 +32,84 @@ def once(folder: Path, name: str, make: Callable[[], dict]) -> dict:
     A caller that finds the step running waits for it instead of repeating it. If ``make``
     raises, nothing is recorded and the next caller tries again.
     """
-    key = re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "root"
+    key = _key(name)
     record = folder / f"once-{key}.json"
     with FileLock(str(folder / f"once-{key}.lock")):
         if not record.is_file():
             record.write_text(json.dumps(make(), ensure_ascii=False), encoding="utf-8")
     return json.loads(record.read_text(encoding="utf-8"))
+
+
+def start(folder: Path, name: str, command: list[str]) -> bool:
+    """Start ``command`` in the background unless this run already started step ``name``.
+
+    For a long step (the site build) that tests need only later: it runs beside the first
+    tests instead of keeping every worker waiting when the first test needs it. ``command``
+    gets the path of the step's record as its last argument and must write its JSON result
+    there (atomically, see :func:`write_record`). Returns whether this caller started it;
+    the starter must call :func:`reap` at the end of its session.
+    """
+    key = _key(name)
+    marker = folder / f"start-{key}.json"
+    with FileLock(str(folder / f"start-{key}.lock")):
+        if marker.is_file():
+            return False
+        proc = subprocess.Popen([*command, str(folder / f"start-{key}.result.json")],
+                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        _started.append(proc)
+        marker.write_text(json.dumps({"pid": proc.pid}), encoding="utf-8")
+    return True
+
+
+def result(folder: Path, name: str, timeout: float = 900) -> dict:
+    """The record of step ``name`` (see :func:`start`), waiting for it; fails if its process died without one."""
+    key = _key(name)
+    record, marker = folder / f"start-{key}.result.json", folder / f"start-{key}.json"
+    deadline = time.monotonic() + timeout
+    while not record.is_file():
+        if not marker.is_file():
+            raise RuntimeError(f"step {name!r} was never started")
+        pid = json.loads(marker.read_text(encoding="utf-8"))["pid"]
+        if not _alive(pid) and not record.is_file():
+            raise RuntimeError(f"step {name!r} (pid {pid}) ended without writing {record}")
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"step {name!r} wrote no record within {timeout:.0f} s")
+        time.sleep(0.2)
+    return json.loads(record.read_text(encoding="utf-8"))
+
+
+def write_record(path: Path, data: dict) -> None:
+    """Write a step's record so that no reader sees half of it."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def reap() -> None:
+    """Wait for the steps this process started (another worker may still need their result)."""
+    while _started:
+        _started.pop().wait()
+
+
+_started: list[subprocess.Popen] = []
+
+
+def _key(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "root"
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and has not exited (a zombie, exited but not yet reaped, is not alive)."""
+    if not Path("/proc/self/stat").is_file():  # no procfs: a zombie counts as alive until reaped
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:
+            pass
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
