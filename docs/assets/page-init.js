@@ -5,7 +5,9 @@
 // notebook cell that scrolls sideways gets a tab stop, as Material gives its code blocks.
 // Widths are read only for blocks near the viewport (an IntersectionObserver, so that the
 // content-visibility: auto blocks far away stay unrendered), all reads before all writes.
-const SCROLLERS = ".katex-display, .md-typeset__scrollwrap, .jupyter-wrapper .highlight-ipynb";
+// Code blocks too: Material gives them a tab stop only once they scroll into view (content.lazy),
+// which a reader moving by keyboard could outrun.
+const SCROLLERS = ".katex-display, .md-typeset__scrollwrap, .jupyter-wrapper .highlight-ipynb, .md-content pre > code";
 
 function markScrollable(elements) {
   const wide = [...elements].map(el => el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1);
@@ -42,7 +44,10 @@ document$.subscribe(() => {
 });
 
 // A new width (a phone turned sideways) changes which blocks overflow: check them all, once.
-let lastWidth = window.innerWidth;
+// The width is first read in an animation frame: reading it while the page loads would force
+// a style and layout pass of the whole page inside this script.
+let lastWidth = null;
+requestAnimationFrame(() => { lastWidth ??= window.innerWidth; });
 window.addEventListener("resize", () => {
   if (window.innerWidth === lastWidth) return;  // a phone's toolbar showing or hiding
   lastWidth = window.innerWidth;

@@ -105,7 +105,7 @@ def wait_for_page(page) -> None:
     """Loaded, set up by Material, fonts in, network quiet.
 
     Math is typeset at build time (sitebuild/mathrender.py), so there is no typesetting to
-    wait for; katex-init.js marks <body data-page-ready="URL"> in Material's document$
+    wait for; page-init.js marks <body data-page-ready="URL"> in Material's document$
     subscription, which also fires after every instant-navigation page switch.
     """
     page.wait_for_load_state("load")
@@ -123,7 +123,7 @@ SHOW_EVERYTHING_CSS = ".md-content__inner > * { content-visibility: visible !imp
 
 
 def show_everything(page) -> None:
-    """Render every block of the page; then a width change, so that katex-init.js checks which
+    """Render every block of the page; then a width change, so that page-init.js checks which
     formulas and tables scroll sideways (it otherwise checks only those near the viewport)."""
     if page.evaluate("() => !!document.getElementById('show-everything')"):
         return
@@ -131,9 +131,29 @@ def show_everything(page) -> None:
                       s.textContent = css; document.head.append(s); }""", SHOW_EVERYTHING_CSS)
     size = page.viewport_size
     # Two resizes, each laid out before the next: a busy browser may otherwise deliver one
-    # resize event at the old width, which katex-init.js ignores (a flaky axe finding).
+    # resize event at the old width, which page-init.js ignores (a flaky axe finding).
     set_width(page, {"width": size["width"] - 1, "height": size["height"]})
     set_width(page, size)
+
+
+# Material mounts a code block (its copy button, its tab stop when it scrolls) when the block
+# comes into view (the content.lazy feature), as a reader scrolls: bring each one into view.
+MOUNT_CODE_JS = """async () => {
+  const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  for (const code of document.querySelectorAll('.md-content pre > code')) {
+    code.scrollIntoView({block: 'center'});
+    await frame();
+  }
+  window.scrollTo(0, 0);
+  await frame();
+}"""
+
+
+def mount_code_blocks(page) -> None:
+    """Open the answers and tabs that hold code (as a reader would to see it), then bring
+    every block into view once, so that Material mounts it."""
+    page.eval_on_selector_all(".md-content pre > code", f"els => els.forEach({REVEAL_JS})")
+    page.evaluate(MOUNT_CODE_JS)
 
 
 # Text nodes under these are not prose: code, rendered math, scripts, the search UI.
@@ -379,8 +399,74 @@ def layout(page) -> dict:
             "punct": page.evaluate(LINE_START_PUNCT_JS)}
 
 
+# Typesetting (issue 11; docs/assets/extra.css, sitebuild/abbrfirst.py), measured in px at the
+# current width. Sizes: admonitions, <details> (the interview questions) with their <summary>
+# titles, and tables, against the article's body size. Gaps: white between a display formula's
+# ink box (.katex-html) and the glyph boxes of the paragraph just above / below it (inline math
+# included: a tall inline matrix may come within a few px, never overlap). Abbreviations:
+# per term, the first <abbr> on the page underlined (Material's dotted border), the rest not.
+TYPESETTING_JS = r"""() => {
+  const body = parseFloat(getComputedStyle(document.querySelector('.md-content .md-typeset')).fontSize);
+  const px = el => parseFloat(getComputedStyle(el).fontSize);
+  const name = el => el.tagName.toLowerCase() + [...el.classList].map(c => '.' + c).join('')
+    + ' "' + el.textContent.trim().slice(0, 30) + '"';
+
+  const kinds = {admonition: '.admonition', details: 'details', summary: 'details > summary',
+                 table: 'table:not([class])'};
+  const sizes = {checked: {}, smallest: {}, offenders: []};
+  for (const [kind, sel] of Object.entries(kinds)) {
+    const els = [...document.querySelectorAll('.md-content ' + sel)].filter(el => !el.closest('.jupyter-wrapper'));
+    sizes.checked[kind] = els.length;
+    sizes.smallest[kind] = els.length ? Math.min(...els.map(px)) / body : null;
+    for (const el of els) if (px(el) < 0.9 * body - 0.01) sizes.offenders.push(`${name(el)}: ${px(el)}px`);
+  }
+
+  const glyphs = el => { const r = document.createRange(); r.selectNodeContents(el);
+    return [...r.getClientRects()].filter(x => x.width > 0 && x.height > 0); };
+  const gaps = {checked: 0, largest: 0, smallest: null, offenders: []};
+  for (const box of document.querySelectorAll('.md-content div.arithmatex')) {
+    const ink = box.querySelector('.katex-display .katex-html');
+    if (!ink) continue;
+    const f = ink.getBoundingClientRect();
+    const tex = ((box.querySelector('annotation') || {}).textContent || '').slice(0, 40);
+    const sides = [['above', box.previousElementSibling], ['below', box.nextElementSibling]];
+    for (const [side, el] of sides) {
+      if (!el || el.tagName !== 'P') continue;
+      const rects = glyphs(el);
+      if (!rects.length) continue;
+      const gap = side === 'above' ? f.top - Math.max(...rects.map(r => r.bottom))
+                                   : Math.min(...rects.map(r => r.top)) - f.bottom;
+      gaps.checked++;
+      gaps.largest = Math.max(gaps.largest, gap);
+      gaps.smallest = gaps.smallest === null ? gap : Math.min(gaps.smallest, gap);
+      if (gap > 2 * body || gap < 0) gaps.offenders.push(`${side} ${Math.round(gap)}px: ${tex}`);
+    }
+  }
+
+  const underlined = el => { const cs = getComputedStyle(el);
+    return (cs.borderBottomStyle !== 'none' && parseFloat(cs.borderBottomWidth) > 0)
+      || cs.textDecorationLine.includes('underline'); };
+  const abbr = {terms: 0, repeats: 0, offenders: []};
+  const seen = new Set();
+  for (const el of document.querySelectorAll('.md-content abbr')) {
+    const term = el.textContent.trim();
+    const first = !seen.has(term);
+    seen.add(term);
+    if (first) abbr.terms++; else abbr.repeats++;
+    if (underlined(el) !== first) abbr.offenders.push(`${term} (${first ? 'first use, no underline' : 'repeat, underlined'})`);
+  }
+  abbr.offenders = abbr.offenders.slice(0, 10);
+  return {body, sizes, gaps, abbr};
+}"""
+
+
+def typesetting(page) -> dict:
+    """Text sizes, the white around display formulas and abbreviation underlines at the current width."""
+    return page.evaluate(TYPESETTING_JS)
+
+
 def set_width(page, viewport: dict) -> None:
-    """A new viewport, laid out (katex-init.js re-marks the scrolling blocks on resize)."""
+    """A new viewport, laid out (page-init.js re-marks the scrolling blocks on resize)."""
     page.set_viewport_size(viewport)
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
@@ -430,6 +516,7 @@ class Site:
             wait_for_page(page)
             math = page.evaluate(MATH_JS, _NOT_PROSE)
             show_everything(page)  # axe's colour checks, the images and the layout need painted blocks
+            mount_code_blocks(page)
             code = page.evaluate(COPY_TARGETS_JS)
             sample = sample_evenly(code["buttons"], COPY_SAMPLE)
             light = {
@@ -441,6 +528,7 @@ class Site:
                 "axe": run_axe(page),
                 "code": code,
                 "layout": {"desktop": layout(page)},
+                "typesetting": {"desktop": typesetting(page)},
             }
             light["copy_checked"], light["copy_bad"] = check_copy_buttons(page, sample)
 
@@ -453,6 +541,7 @@ class Site:
             }
             set_width(page, MOBILE)
             light["layout"]["mobile"] = layout(page)
+            light["typesetting"]["mobile"] = typesetting(page)
             # After axe, the clicks and the palette switch, so that they are checked too.
             shared = {
                 "path": path,
