@@ -138,8 +138,8 @@ def summary(results: dict[str, dict], runs: int, variants: list[str], version: s
         "constants, 412 px phone, metrics from PerformanceObserver). Budgets: TBT ≤ 600 ms, longest task after first "
         "paint ≤ 300 ms, LCP ≤ 2.5 s, math typeset in the HTML (no formula waits for a script).",
         "",
-        "| page | field TBT | longest task | long tasks | FCP | LCP | math at first paint |",
-        "|---|---:|---:|---:|---:|---:|---|",
+        "| page | field TBT | longest task | long tasks | FCP | LCP | CLS | math at first paint |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for url, r in results.items():
         f = r["field"]
@@ -149,6 +149,7 @@ def summary(results: dict[str, dict], runs: int, variants: list[str], version: s
         lines.append(
             f"| `{url or '/'}` | {ms(tbt)}{mark(tbt <= BUDGET['tbt'])} | {ms(longest)}{mark(longest <= BUDGET['longest_task'])}"
             f" | {median(f, 'long_tasks'):.0f} | {ms(median(f, 'fcp'))} | {ms(lcp)}{mark(lcp is not None and lcp <= BUDGET['lcp'])}"
+            f" | {median(f, 'cls'):.3f}"
             f" | {'yes' if math_ok else 'NO'} ({math.get('formulas', 0)} formulas) |"
         )
     for variant in variants:

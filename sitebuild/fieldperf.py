@@ -45,7 +45,7 @@ OBSERVER_JS = """
   watch('largest-contentful-paint', e => { perf.lcp = e.startTime; perf.lcpTag = e.element ? e.element.tagName : null; });
   watch('longtask', e => perf.tasks.push([e.startTime, e.duration]));
   const describe = n => !n ? '' : n.nodeType !== 1 ? n.nodeName
-    : n.tagName.toLowerCase() + (n.id ? '#' + n.id : '') + (n.className && typeof n.className === 'string' ? '.' + n.className.trim().split(/\s+/).join('.') : '');
+    : n.tagName.toLowerCase() + (n.id ? '#' + n.id : '') + (n.className && typeof n.className === 'string' ? '.' + n.className.trim().split(/\\s+/).join('.') : '');
   watch('layout-shift', e => { if (!e.hadRecentInput) perf.shifts.push([e.startTime, e.value, (e.sources || []).map(x => describe(x.node)).slice(0, 3)]); });
   document.addEventListener('DOMContentLoaded', () => {
     const blocks = [...document.querySelectorAll('.arithmatex')];

@@ -26,9 +26,6 @@ GROUPS = {
     "CompositeLayers": "paint", "PaintImage": "paint", "Decode Image": "paint",
     "MinorGC": "garbage collection", "MajorGC": "garbage collection", "V8.GC_SCAVENGER": "garbage collection",
 }
-SCRIPT_EVENTS = {"EvaluateScript", "FunctionCall", "v8.evaluateModule", "v8.compile", "v8.compileModule",
-                 "EventDispatch", "TimerFire", "FireAnimationFrame", "RunMicrotasks", "V8.Execute",
-                 "XHRReadyStateChange", "XHRLoad", "FireIdleCallback"}
 
 
 def traced_load(browser, url: str) -> dict:

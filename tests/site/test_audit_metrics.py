@@ -1,0 +1,44 @@
+"""The arithmetic behind `make audit` (sitebuild/fieldperf.py, sitebuild/tracebreakdown.py) on
+made-up inputs; the audit itself is a benchmark and is never run by the suite."""
+
+from __future__ import annotations
+
+import pytest
+
+from sitebuild.fieldperf import cumulative_layout_shift
+from sitebuild.tracebreakdown import summarise
+
+
+def test_cls_is_the_largest_session_window():
+    # two shifts 0.5 s apart form one window (0.2); the one 1.5 s later starts another (0.05)
+    assert cumulative_layout_shift([(0, 0.1, []), (500, 0.1, []), (2000, 0.05, [])]) == pytest.approx(0.2)
+    # a shift every 0.9 s: a window closes after 5 s, so 6 shifts (0 … 4.5 s), then 2 more
+    steady = [(900 * i, 0.1, []) for i in range(8)]
+    assert cumulative_layout_shift(steady) == pytest.approx(0.6)
+    assert cumulative_layout_shift([]) == 0.0
+
+
+def _x(name, ts, dur, **data):
+    """A complete trace event on the page's main thread (pid 1, tid 1), times in µs."""
+    return {"name": name, "ph": "X", "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": {"data": data}}
+
+
+def test_trace_self_time_by_kind_before_and_after_first_paint():
+    events = [
+        _x("RunTask", 0, 100_000),                       # before FCP: 100 ms, 60 of it parsing
+        _x("ParseHTML", 10_000, 60_000),
+        {"name": "firstContentfulPaint", "ph": "I", "pid": 1, "tid": 1, "ts": 200_000},
+        _x("RunTask", 300_000, 400_000),                 # after FCP: the bundle, forcing style and layout
+        _x("EvaluateScript", 300_000, 390_000, url="http://127.0.0.1/assets/javascripts/bundle.js"),
+        _x("UpdateLayoutTree", 310_000, 150_000),
+        _x("Layout", 470_000, 100_000),
+        {"name": "RunTask", "ph": "X", "pid": 2, "tid": 1, "ts": 0, "dur": 900_000},  # another process
+    ]
+    s = summarise(events)
+    assert s["fcp_ms"] == 200
+    assert s["totals"]["before FCP"] == {"parse HTML": 60, "other": 40}
+    assert s["totals"]["after FCP"] == {"style": 150, "script bundle.js": 140, "layout": 100, "other": 10}
+    assert s["long_tasks"] == [
+        {"start_ms": 300, "ms": 400, "inside": {"style": 150, "script bundle.js": 140, "layout": 100, "other": 10}},
+        {"start_ms": 0, "ms": 100, "inside": {"parse HTML": 60, "other": 40}},
+    ]
