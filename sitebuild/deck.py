@@ -24,7 +24,7 @@ from pathlib import Path
 
 import markdown
 
-from sitebuild.config import ROOT, chapters, load, src_to_url
+from sitebuild.config import ROOT, _yaml, chapters, src_to_url
 from sitebuild.questions import Question, load_all
 
 OUT = ROOT / "dist" / "deck.tsv"
@@ -37,7 +37,8 @@ PRE = re.compile(r"<pre\b.*?</pre>", re.S)
 
 
 def site_url() -> str:
-    url = os.environ.get("SITE_URL") or load()["site_url"] or ""
+    # the config file as the build reads it (!ENV included), without loading MkDocs' plugins (seconds)
+    url = os.environ.get("SITE_URL") or _yaml("mkdocs.yml").get("site_url") or ""
     return url if url.endswith("/") else url + "/"
 
 

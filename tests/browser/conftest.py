@@ -21,9 +21,23 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
-def site(chromium_browser, site_url, built_site, shared) -> Site:
-    """Each page opened once per run: the xdist workers share the visits' reports."""
-    return Site(chromium_browser, site_url, built_site, shared)
+def site(request, chromium_browser, site_url, built_site, shared) -> Site:
+    """Each page opened once per run: the xdist workers share the visits' reports (and, while one
+    visits a page, the others visit pages this run's tests ask for: ``pages``)."""
+    pages = [item.callspec.params["path"] for item in request.session.items
+             if "site" in getattr(item, "fixturenames", ())
+             and "path" in getattr(getattr(item, "callspec", None), "params", {})]
+    return Site(chromium_browser, site_url, built_site, shared, pages)
+
+
+@pytest.fixture(autouse=True)
+def _record_visits(request):
+    """Each page visit this test made, as a JUnit property ``visit`` = "PAGE SECONDS"."""
+    yield
+    if "site" in request.fixturenames:
+        site = request.getfixturevalue("site")
+        request.node.user_properties.extend(("visit", f"{page} {seconds}") for page, seconds in site.visits)
+        site.visits.clear()
 
 
 @pytest.fixture(scope="session")

@@ -13,7 +13,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
 from sitebuild.config import nav_pages
-from tests.support.shared import once
+from tests.support.shared import once, try_once
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -474,7 +474,8 @@ def set_width(page, viewport: dict) -> None:
 def switch_palette(page, scheme: str) -> None:
     """Material's palette toggle, as a reader flips it; waits until the scheme is applied."""
     want = "slate" if scheme == "dark" else "default"
-    page.locator("form[data-md-component=palette] label:visible").first.click()
+    # the site's own toggle (docs/assets/overrides/partials/palette.html), in place of Material's
+    page.locator("form[data-md-palette] label:visible").first.click()
     page.wait_for_function("s => document.body.getAttribute('data-md-color-scheme') === s", arg=want,
                            timeout=10_000)
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
@@ -488,24 +489,67 @@ class Site:
     depends on colour (math in the palette, axe's colour rules); then 390 px, for the layout.
     """
 
-    def __init__(self, browser, base_url: str, site_dir: Path, shared: Path | None = None):
+    def __init__(self, browser, base_url: str, site_dir: Path, shared: Path | None = None,
+                 pages: list[str] | None = None):
         self.browser = browser
         self.base_url = base_url
         self.site_dir = site_dir
         self.shared = shared  # with a folder, one visit per run for all xdist workers
+        self.pages = list(dict.fromkeys(pages or []))  # the pages this run's tests ask for, in order
         self._reports: dict[str, dict[str, dict]] = {}
         self._ids: dict[Path, set[str]] = {}
+        # (page, seconds) of the visits made since the last test ended; the browser conftest
+        # records them in the JUnit report, so tests/support/chapter_cost.py charges a visit
+        # to its page's chapter, whichever test happened to make it
+        self.visits: list[tuple[str, float]] = []
+        self._failed: set[str] = set()  # pages whose visit for another test failed
 
     def url(self, path: str) -> str:
         return urljoin(self.base_url, path)
 
     def report(self, path: str, scheme: str = "light") -> dict:
         if path not in self._reports:
-            visit = lambda: self._visit(path)  # noqa: E731
-            self._reports[path] = once(self.shared, f"visit-{path}", visit) if self.shared else visit()
+            self._reports[path] = self._shared_visit(path) if self.shared else self._visit(path)
         return self._reports[path][scheme]
 
+    def _shared_visit(self, path: str) -> dict[str, dict]:
+        """The visit of ``path``, made once per run. While another worker is making it, this one
+        visits a page that some test of the run will ask for and no worker has visited yet,
+        instead of waiting idle: otherwise the workers fall into step, all waiting on one visit
+        (one busy core) for each page in turn."""
+        while (got := try_once(self.shared, f"visit-{path}", lambda: self._visit(path))) is None:
+            if not self._visit_another(path):
+                return once(self.shared, f"visit-{path}", lambda: self._visit(path))
+        return got[0]
+
+    def _visit_another(self, busy: str) -> bool:
+        """Make one visit that nobody has made or is making, from the pages after ``busy``;
+        False if there is none left."""
+        if busy not in self.pages:
+            return False
+        i = self.pages.index(busy)
+        for other in self.pages[i + 1:] + self.pages[:i]:
+            if other in self._reports or other in self._failed:
+                continue
+            try:
+                got = try_once(self.shared, f"visit-{other}", lambda o=other: self._visit(o))
+            except Exception:  # noqa: BLE001 - that page's own tests visit it again and fail with the error
+                self._failed.add(other)
+                return True
+            if got is not None:
+                self._reports[other] = got[0]
+                if got[1]:
+                    return True
+        return False
+
     def _visit(self, path: str) -> dict[str, dict]:
+        start = time.monotonic()
+        try:
+            return self._look(path)
+        finally:
+            self.visits.append((path, round(time.monotonic() - start, 3)))
+
+    def _look(self, path: str) -> dict[str, dict]:
         ctx = new_context(self.browser, "light", viewport=DESKTOP)
         origin = "{0.scheme}://{0.netloc}".format(urlparse(self.base_url))
         ctx.grant_permissions(["clipboard-read", "clipboard-write"], origin=origin)

@@ -5,7 +5,9 @@
 
 A test item belongs to chapter NN when its file is under tests/chNN/ or docs/chapters/NN-*/,
 or when its parameters name the chapter's page (`01-why-attention`, `chapters/03-…`); the rest
-(shared site, probes, browser setup) is listed as shared. The one site build is shared too.
+(shared site, probes, browser setup) is listed as shared. A browser page visit, made once per run
+by whichever test asks first (or by a worker that would otherwise wait), is charged to the page it
+visited (the test's JUnit property ``visit``). The one site build is shared too.
 Times are worker-seconds (the sum of the items' times); with WORKERS xdist workers sharing the
 load, a chapter adds about worker-seconds / WORKERS to the wall time (the last column).
 A benchmark for the closing notes, not a test.
@@ -42,6 +44,12 @@ def main(path: str, workers: int = 1) -> int:
         key = chapter_of(case.get("classname", ""), case.get("name", ""))
         totals[key] += float(case.get("time", 0))
         counts[key] += 1
+        # a page visit one test made for all (tests/browser/conftest.py): charged to the page's chapter
+        for prop in case.iter("property"):
+            if prop.get("name") == "visit":
+                page, seconds = prop.get("value", "").rsplit(" ", 1)
+                totals[key] -= float(seconds)
+                totals[chapter_of("", page)] += float(seconds)
     width = max(map(len, totals))
     for key in sorted(totals):
         print(f"{key:<{width}}  {counts[key]:4d} items  {totals[key]:7.1f} s  ~{totals[key] / workers:6.1f} s wall")

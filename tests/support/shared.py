@@ -1,6 +1,6 @@
 """Work done once per test run and shared by every pytest-xdist worker.
 
-``make test`` runs two workers. Each has its own session fixtures, so without this each would
+``make test`` runs several workers. Each has its own session fixtures, so without this each would
 build the site, open every page and print the PDF itself. :func:`once` runs a step in the
 first worker that asks for it and hands the other workers its JSON result, through a folder
 all workers of a run see and a file lock per step. :func:`start` and :func:`result` do the
@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from filelock import FileLock
+from filelock import FileLock, Timeout
 
 
 def shared_dir(tmp_path_factory, worker_id: str) -> Path:
@@ -38,6 +38,24 @@ def once(folder: Path, name: str, make: Callable[[], dict]) -> dict:
         if not record.is_file():
             record.write_text(json.dumps(make(), ensure_ascii=False), encoding="utf-8")
     return json.loads(record.read_text(encoding="utf-8"))
+
+
+def try_once(folder: Path, name: str, make: Callable[[], dict]) -> tuple[dict, bool] | None:
+    """Like :func:`once`, but None at once if another caller is running the step now.
+
+    Returns ``(result, made)``: ``made`` says whether this call ran ``make`` (rather than
+    reading the record). A worker that would wait for a step can do another one meanwhile.
+    """
+    key = _key(name)
+    record = folder / f"once-{key}.json"
+    try:
+        with FileLock(str(folder / f"once-{key}.lock"), timeout=0):
+            made = not record.is_file()
+            if made:
+                record.write_text(json.dumps(make(), ensure_ascii=False), encoding="utf-8")
+    except Timeout:
+        return None
+    return json.loads(record.read_text(encoding="utf-8")), made
 
 
 def start(folder: Path, name: str, command: list[str]) -> bool:
