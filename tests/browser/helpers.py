@@ -472,7 +472,7 @@ def set_width(page, viewport: dict) -> None:
 
 
 def switch_palette(page, scheme: str) -> None:
-    """Material's palette toggle, as a reader flips it; waits until the scheme is applied."""
+    """The header's palette toggle, as a reader flips it; waits until the scheme is applied."""
     want = "slate" if scheme == "dark" else "default"
     # the site's own toggle (docs/assets/overrides/partials/palette.html), in place of Material's
     page.locator("form[data-md-palette] label:visible").first.click()

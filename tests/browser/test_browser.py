@@ -1,8 +1,9 @@
-"""The built site in Chromium: math, instant navigation, no foreign requests, search, palettes.
+"""The built site in Chromium: math, instant navigation, no foreign requests, search.
 
 Uses the session fixtures (``built_site``: the one ``mkdocs build --strict``; ``site_url``: a
 server on 127.0.0.1; ``site``: each page opened once, both palettes and widths, in tests/browser/conftest.py).
-The per-page reader checks (math, axe, anchors, copy buttons, images) are in test_reader.py.
+The per-page reader checks (math, axe, anchors, copy buttons, images) are in test_reader.py;
+the palette toggle (a first visit takes the system's palette) in test_palette.py.
 """
 
 from __future__ import annotations
@@ -68,18 +69,3 @@ def test_no_request_leaves_the_site(site, path):
         r = site.report(path, scheme)
         assert r["request_count"] > 0
         assert not r["foreign_requests"], f"{scheme}: requests to other hosts: {r['foreign_requests']}"
-
-
-@pytest.mark.parametrize("scheme", ["light", "dark"])
-def test_palette_follows_the_system(chromium_browser, site_url, scheme):
-    """A first visit takes the palette the reader's system asks for (the page visits then flip it
-    with Material's toggle, as a reader does)."""
-    ctx = new_context(chromium_browser, scheme)
-    page = ctx.new_page()
-    try:
-        page.goto(site_url)
-        wait_for_page(page)
-        expected = "slate" if scheme == "dark" else "default"
-        assert page.evaluate("document.body.getAttribute('data-md-color-scheme')") == expected
-    finally:
-        ctx.close()

@@ -38,7 +38,6 @@ STATE = """() => ({
   themeColor: (document.querySelector('meta[name=theme-color]') || {}).content,
   headerColor: getComputedStyle(document.querySelector('header')).backgroundColor,
   colorScheme: (document.querySelector('meta[name=color-scheme]') || {}).content,
-  switching: document.body.hasAttribute('data-md-color-switching'),
   materialForm: document.querySelectorAll('[data-md-component=palette]').length,
 })"""
 
