@@ -48,9 +48,10 @@ def anchor(claim_id: str, n: int) -> str:
     return f"claim-{claim_id}-{n}"
 
 
-def number_badges(markdown: str) -> tuple[str, list[Badge]]:
-    """Give each badge in ``markdown`` its id: (rewritten text, the badges in page order)."""
-    counts: Counter[str] = Counter()
+def number_badges(markdown: str, start: Counter | None = None) -> tuple[str, list[Badge]]:
+    """Give each badge in ``markdown`` its id: (rewritten text, the badges in page order).
+    ``start``: the badges counted on the chapter's earlier pages."""
+    counts: Counter[str] = Counter(start or {})
     found: list[Badge] = []
 
     def label(m: re.Match) -> str:
@@ -77,16 +78,38 @@ def expand_includes(markdown: str, root: Path = ROOT, depth: int = 0) -> str:
     return INCLUDE.sub(inline, markdown)
 
 
-def page_badges(src: str, docs: Path = DOCS) -> tuple[str, list[Badge]]:
+def page_badges(src: str, docs: Path = DOCS, start: Counter | None = None) -> tuple[str, list[Badge]]:
     """The page made from ``docs/<src>`` as the badge numbering sees it (includes expanded,
     code blocks dropped), and its badges in page order (``Badge.pos`` indexes that text)."""
     text = FENCE.sub("", expand_includes((docs / src).read_text(encoding="utf-8"), docs.parent))
-    return text, number_badges(text)[1]
+    return text, number_badges(text, start)[1]
+
+
+def chapter_of(src: str) -> str | None:
+    """``chapters/01-why-attention`` for any page of that chapter; None for other pages."""
+    parts = src.split("/")
+    return "/".join(parts[:2]) if len(parts) == 3 and parts[0] == "chapters" else None
+
+
+def start_counts(srcs: list[str], src: str, docs: Path = DOCS) -> Counter:
+    """The badges on the pages of ``src``'s chapter that come before it in ``srcs`` (nav order)."""
+    chapter, counts = chapter_of(src), Counter()
+    if chapter is None or src not in srcs:
+        return counts
+    for earlier in srcs[: srcs.index(src)]:
+        if chapter_of(earlier) == chapter and earlier.endswith(".md"):
+            counts.update(b.claim for b in page_badges(earlier, docs)[1])
+    return counts
+
+
+# The build renders one page at a time: on_page_markdown sets the counts its page starts from.
+_start: Counter = Counter()
+_nav_srcs: list[str] = []
 
 
 class _BadgeIds(Preprocessor):
     def run(self, lines: list[str]) -> list[str]:
-        return number_badges("\n".join(lines))[0].split("\n")
+        return number_badges("\n".join(lines), _start)[0].split("\n")
 
 
 class BadgeIdsExtension(Extension):
@@ -97,3 +120,14 @@ class BadgeIdsExtension(Extension):
 def on_config(config, **kwargs):
     config.markdown_extensions.append(BadgeIdsExtension())
     return config
+
+
+def on_nav(nav, config, files, **kwargs):
+    _nav_srcs[:] = [page.file.src_uri for page in nav.pages]
+    return nav
+
+
+def on_page_markdown(markdown: str, page, config, files, **kwargs) -> str:
+    global _start
+    _start = start_counts(_nav_srcs, page.file.src_uri, Path(config["docs_dir"]))
+    return markdown

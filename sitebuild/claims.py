@@ -164,12 +164,13 @@ def collect_occurrences(docs_dir: Path = DOCS) -> dict[str, list[Occurrence]]:
     itself applies, so a link made here lands on the badge.
     """
     out: dict[str, list[Occurrence]] = {}
-    for _, src, _ in nav_pages():
+    srcs = [src for _, src, _ in nav_pages()]
+    for src in srcs:
         if not src.endswith(".md") or not (docs_dir / src).is_file():
             continue
         if src == "verification.md":  # the page this module writes lists claims; it cites none
             continue
-        text, badges = claimanchors.page_badges(src, docs_dir)
+        text, badges = claimanchors.page_badges(src, docs_dir, claimanchors.start_counts(srcs, src, docs_dir))
         headings = [(m.start(), (m[1] or m[2]).strip()) for m in HEADING.finditer(text)]
         for badge in badges:
             line = text[text.rfind("\n", 0, badge.pos) + 1 : badge.pos]

@@ -6,7 +6,7 @@ the same files, so this module is the single place that knows their shape::
     ### ⭐⭐ 进阶思考
 
     ??? question "1.4　题目"
-        **参考答案。**（正文：[节标题](/chapters/01-…/index.md#anchor)）
+        **参考答案。**（正文：[节标题](/chapters/01-…/rnn.md#anchor)）
 
         **一句话**：答案的核心，一行。
 
@@ -35,7 +35,7 @@ TITLE = re.compile(r'^\?\?\?\+? question "(\d+)\.(\d+)\u3000(.+)"[ \t]*$')
 LEVEL = re.compile(r"^###\s+(⭐+)\s")
 CORE = re.compile(r"^\*\*一句话\*\*[：:]\s*(.+)$")
 CLAIM = re.compile(r"\]\(/verification\.md#([\w-]+)\)\{ *\.claim *\}")
-DERIVATION = re.compile(r"\[([^\]]+)\]\((/chapters/[^)#]+/index\.md#[^)\s]+)\)")
+DERIVATION = re.compile(r"\[([^\]]+)\]\((/chapters/[^)#/]+/[a-z0-9-]+\.md#[^)\s]+)\)")
 ANCHOR = re.compile(r"^(\d+)\.(\d+)\u3000")
 
 

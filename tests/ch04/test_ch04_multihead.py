@@ -16,11 +16,11 @@ from snippets.attention import MultiHeadAttention, causal_mask, padding_mask, sc
 from snippets.multihead import (GroupedQueryAttention, attention_params, head_contributions, kv_cache_bytes,
                                 multi_head_loop)
 from tests.support.copyrun import run_fresh
-from tests.support.pages import assert_states
+from tests.support.pages import assert_states, chapter
 from tests.support.reference import F64, gen, rand
 from tests.support.sections import DOCS, ROOT, page_code_includes, section
 
-CH04 = "chapters/04-multi-head/index.md"
+CH04 = chapter("04")
 
 
 def mha64(d: int, h: int, bias: bool = True, seed: int = 0) -> MultiHeadAttention:
@@ -269,7 +269,7 @@ def test_paper_dimensions():
 
 def test_page_sections_run_and_work_together(tmp_path):
     """The page's included sections, concatenated, run alone and the classes work together."""
-    page = DOCS / CH04
+    page = DOCS / CH04 / "code.md"
     program = "\n\n".join(section(path, name) for path, name in page_code_includes(page))
     smoke = """
 torch.manual_seed(0)

@@ -11,10 +11,10 @@ import torch
 from snippets.embedding import embedding_to_pe_ratio, one_hot_lookup, shared_parameter_groups
 from snippets.transformer import (TokenEmbedding, Transformer, count_parameters, sinusoidal_positional_encoding,
                                   transformer_param_count)
-from tests.support.pages import assert_states
+from tests.support.pages import assert_states, chapter
 from tests.support.reference import F64, gen, rand
 
-CH06 = "chapters/06-embeddings-tokens/index.md"
+CH06 = chapter("06")
 TRIO = ["src_embed.weight", "tgt_embed.weight", "output_projection.weight"]
 
 

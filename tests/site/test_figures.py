@@ -78,7 +78,7 @@ def test_every_figure_has_a_dark_twin_and_a_provenance_line():
 
 
 def test_pages_link_each_figure_to_its_svg_with_both_palettes_and_the_provenance_line():
-    pages = "\n".join(p.read_text(encoding="utf-8") for p in sorted((GENERATED.parent / "chapters").glob("*/index.md")))
+    pages = "\n".join(p.read_text(encoding="utf-8") for p in sorted((GENERATED.parent / "chapters").glob("*/*.md")))
     for name in FIGURES:
         g = "../../generated/"
         m = re.search(rf"\[!\[[^\]]+\]\({g}{name}\.svg#only-light\)\{{ loading=lazy \}}"

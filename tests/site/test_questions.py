@@ -42,13 +42,13 @@ def test_every_answer_links_to_its_derivation_in_its_own_chapter():
     for q in QUESTIONS:
         assert q.derivations, f"{q.number}: no 正文 link in the answer's first line"
         for _text, href in q.derivations:
-            assert href.startswith(f"/chapters/{q.slug}/index.md#"), (q.number, href)
-    # the anchors exist: the chapter page's headings (ids as the build writes them are checked by
-    # `mkdocs build --strict`, which fails on a missing anchor; here the explicit ones)
+            assert re.fullmatch(rf"/chapters/{q.slug}/[a-z0-9-]+\.md#.+", href), (q.number, href)
+    # the anchors exist on the page linked: its headings (ids as the build writes them are checked
+    # by `mkdocs build --strict`, which fails on a missing anchor; here the explicit ones)
     for q in QUESTIONS:
-        text = (DOCS / "chapters" / q.slug / "index.md").read_text(encoding="utf-8")
         for _text, href in q.derivations:
-            anchor = href.split("#", 1)[1]
+            page, anchor = href.lstrip("/").split("#", 1)
+            text = (DOCS / page).read_text(encoding="utf-8")
             if re.fullmatch(r"[a-z0-9-]+", anchor) and f"#{anchor}" not in text:
                 # an ASCII anchor is an explicit {#id}; a CJK one is a slugified heading
                 assert re.search(rf"\{{[^}}]*#{re.escape(anchor)}\b", text), (q.number, anchor)
@@ -63,8 +63,8 @@ def test_questions_are_cited_by_their_site_number():
         assert not re.search(r"(?<![\w$\\{])Q\d{1,2}\b(?![\w(])", re.sub(r"\$[^$]*\$", "", body)), path
         for anchor in re.findall(r"#(q-\d+-\d+)\)", text):
             assert anchor in known, (path.name, anchor)
-    ch01 = (DOCS / "chapters/01-why-attention/index.md").read_text(encoding="utf-8")
-    assert "面试题 [3.1](../03-scaled-dot-product/index.md#q-3-1)" in ch01
+    ch01 = "".join(p.read_text(encoding="utf-8") for p in DOCS.glob("chapters/01-why-attention/*.md"))
+    assert "面试题 [3.1](../03-scaled-dot-product/interview.md#q-3-1)" in ch01
 
 
 def test_anchor_extension_sets_ids_and_data_from_the_markdown():
@@ -104,9 +104,11 @@ def test_built_pages_carry_the_anchors_and_the_citation(built_site):
     assert [int(s) for _, s, _ in ids] == [q.stars for q in QUESTIONS]
     assert 'class="qbank-controls"' in bank
     for slug in sorted({q.slug for q in QUESTIONS}):
-        page = (built_site / "chapters" / slug / "index.html").read_text(encoding="utf-8")
+        # a chapter's questions are on its interview page; its citation ends its first page
+        questions = (built_site / "chapters" / slug / "interview" / "index.html").read_text(encoding="utf-8")
         mine = [q.anchor for q in QUESTIONS if q.slug == slug]
-        assert re.findall(r'<details class="question"[^>]* id="(q-\d+-\d+)"', page) == mine
+        assert re.findall(r'<details class="question"[^>]* id="(q-\d+-\d+)"', questions) == mine
+        page = (built_site / "chapters" / slug / "index.html").read_text(encoding="utf-8")
         cite = page[page.index('<h2 id="cite">'):page.index("</article>")]
         assert re.search(r"@misc\{transformer-paper-reading-ch\d\d,", cite), slug
         assert re.search(r"year = \{20\d\d\}", cite) and re.search(r"note = \{commit [0-9a-f]{7,}\+?\}", cite), slug

@@ -98,7 +98,7 @@ def test_entry_has_a_human_title_an_id_label_and_its_test_source(built_site):
     assert "h<sub>T−k</sub>" in claim and "0.9<sup>k</sup>" in claim and "_" not in claim  # formulas typeset
     source = re.search(r'<details class="claim-source">.*?</details>', entry, re.S)
     assert source and "test_c03_sufficient_condition_for_vanishing" in source[0]
-    assert "chapters/01-why-attention/#claim-ch01-c03-1" in entry
+    assert "chapters/01-why-attention/rnn/#claim-ch01-c03-1" in entry
 
 
 def test_every_claim_has_a_title_beyond_its_badge_text():

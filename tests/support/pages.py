@@ -10,8 +10,13 @@ from tests.support.sections import DOCS
 
 @cache
 def plain(page: str) -> str:
-    """The page's Markdown with TeX spacing and grouping removed: "1{,}048{,}576\\ \\text{B}" -> "1048576B"."""
-    text = (DOCS / page).read_text(encoding="utf-8")
+    """The page's Markdown with TeX spacing and grouping removed: "1{,}048{,}576\\ \\text{B}" -> "1048576B".
+
+    ``page`` is a file under docs/, or a chapter's folder ("chapters/01-why-attention/"): then
+    every page of the chapter, since a chapter is several pages."""
+    path = DOCS / page
+    files = sorted(path.glob("*.md")) if path.is_dir() else [path]
+    text = "\n".join(f.read_text(encoding="utf-8") for f in files)
     text = re.sub(r"\\(?:text|mathrm|operatorname)\{([^{}]*)\}", r"\1", text)
     text = text.replace("{,}", "").replace("\\ ", "").replace("\\,", "").replace("$", "")
     return re.sub(r"[\s,]", "", text)
@@ -23,6 +28,13 @@ def assert_states(page: str, *values: str) -> None:
     assert not missing, f"docs/{page} does not state {missing}"
 
 
-CH01 = "chapters/01-why-attention/index.md"
-CH01_QUESTIONS = "chapters/01-why-attention/questions.md"
-CH02 = "chapters/02-architecture/index.md"
+def chapter(number: str) -> str:
+    """"chapters/01-why-attention/": the folder of chapter ``number`` ("01")."""
+    found = sorted(DOCS.glob(f"chapters/{number}-*/index.md"))
+    assert len(found) == 1, f"chapter {number}: {found}"
+    return found[0].parent.relative_to(DOCS).as_posix() + "/"
+
+
+CH01 = chapter("01")
+CH01_QUESTIONS = CH01 + "questions.md"
+CH02 = chapter("02")
