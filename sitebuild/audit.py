@@ -31,7 +31,7 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 from sitebuild.browser import CHROMIUM, CHROMIUM_ARGS, BuildError, chromium, served_fresh_build
-from sitebuild.config import nav_pages
+from sitebuild.config import nav_pages, page_name, picked
 from sitebuild import fieldperf, tracebreakdown
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,10 +48,6 @@ def audited_urls() -> list[str]:
     """Every chapter page, the question bank and the home page (site-relative URLs)."""
     urls = [url for _, _, url in nav_pages() if url.startswith("chapters/")]
     return urls + ["interview/", ""]
-
-
-def page_name(url: str) -> str:
-    return url.strip("/").split("/")[-1] or "home"
 
 
 def run_lighthouse(variant: str, url: str, report: Path) -> dict:
@@ -181,7 +177,7 @@ def main() -> int:
     choice = os.environ.get("LIGHTHOUSE", "both")
     variants = {"both": ["stock", "untracked"], "none": []}.get(choice, [choice])
     wanted = os.environ.get("PAGES", "").split()
-    urls = [u for u in audited_urls() if not wanted or page_name(u) in wanted]
+    urls = [u for u in audited_urls() if picked(u, wanted)]
     OUT.mkdir(exist_ok=True)
     try:
         with served_fresh_build(compress=True) as (base, _):

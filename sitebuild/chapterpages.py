@@ -57,7 +57,7 @@ def page_list(src: str) -> str:
     """The line that links the chapter's pages: "本章共 N 页：导读（本页）→ [推导](derivation.md) → …"."""
     pages = chapter_pages(src)
     parts = ["导读（本页）" if p.file.src_uri == src else f"[{p.title}]({Path(p.file.src_uri).name})" for p in pages]
-    return f'<p class="chapter-pages" markdown>**本章共 {len(pages)} 页**：{" → ".join(parts)}</p>\n\n'
+    return f'**本章共 {len(pages)} 页**：{" → ".join(parts)}\n{{: .chapter-pages }}\n\n'
 
 
 def on_nav(nav, config, files, **kwargs):

@@ -55,6 +55,21 @@ def src_to_url(src: str, directory_urls: bool = True) -> str:
     return stem[: -len("index")] if stem.endswith("/index") else stem + "/"
 
 
+def page_name(url: str) -> str:
+    """A short name for a site-relative URL, unique on the site (file names, test ids, ``PAGES=``):
+    '' -> 'home', 'interview/' -> 'interview', 'chapters/03-x/' -> '03-x',
+    'chapters/03-x/derivation/' -> '03-x-derivation', 'notebooks/ch01-x/' -> 'ch01-x'."""
+    parts = [p for p in re.sub(r"^(chapters|notebooks)/", "", url.strip("/")).split("/") if p]
+    return "-".join(parts) or "home"
+
+
+def picked(url: str, wanted: list[str]) -> bool:
+    """``PAGES="03-x interview"``: a page whose name is one of these, or a chapter's page
+    whose name starts with one ("03-x" takes all of chapter 03's pages). No names: every page."""
+    name = page_name(url)
+    return not wanted or any(name == w or name.startswith(w + "-") for w in wanted)
+
+
 def nav_pages(name: str = "mkdocs.yml") -> list[tuple[str, str, str]]:
     """[(nav title, source path, site-relative URL)] for every page in the nav."""
     cfg = _yaml(name)

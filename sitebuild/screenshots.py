@@ -12,17 +12,12 @@ import sys
 from urllib.parse import urljoin
 
 from sitebuild.browser import ROOT, BuildError, chromium, served_fresh_build
-from sitebuild.config import nav_pages
+from sitebuild.config import nav_pages, page_name, picked
 
 OUT = ROOT / "test-output" / "screenshots"
 WIDTHS = {"mobile": {"width": 390, "height": 844}, "desktop": {"width": 1280, "height": 900}}
 # extra.css lets far-away blocks skip layout (content-visibility: auto); a picture needs them all.
 SHOW_EVERYTHING_CSS = ".md-content__inner > * { content-visibility: visible !important; }"
-
-
-def page_name(url: str) -> str:
-    parts = [p for p in url.strip("/").split("/") if p]
-    return parts[-1] if parts else "home"
 
 
 def shoot(browser, url: str, name: str, scheme: str, width: str) -> None:
@@ -45,7 +40,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sitebuild.screenshots", description=__doc__.splitlines()[0])
     ap.add_argument("pages", nargs="*", help="page names to take (e.g. 01-why-attention home); default: every nav page")
     args = ap.parse_args(argv)
-    urls = [url for _, _, url in nav_pages() if not args.pages or page_name(url) in args.pages]
+    urls = [url for _, _, url in nav_pages() if picked(url, args.pages)]
     OUT.mkdir(parents=True, exist_ok=True)
     try:
         with served_fresh_build() as (base, _), chromium() as browser:

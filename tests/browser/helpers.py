@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
-from sitebuild.config import nav_pages
+from sitebuild.config import nav_pages, page_name
 from tests.support.shared import once, try_once
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,9 +31,9 @@ SCHEMES = ("light", "dark")
 
 
 def page_id(url: str) -> str:
-    """A short test id for a site-relative URL: '' -> 'home', 'chapters/01-x/' -> '01-x'."""
-    parts = [p for p in url.strip("/").split("/") if p]
-    return parts[-1] if parts else "home"
+    """A short test id for a site-relative URL: '' -> 'home', 'chapters/01-x/' -> '01-x',
+    'chapters/01-x/rnn/' -> '01-x-rnn' (sitebuild.config.page_name)."""
+    return page_name(url)
 
 
 NAV = nav_pages()
@@ -278,6 +278,11 @@ NAMES_JS = r"""() => ({
   active: [...document.querySelectorAll('nav.md-nav--primary a.md-nav__link--active')]
             .filter(a => !a.closest('.md-nav--secondary'))  // the TOC's current heading
             .map(a => a.textContent.trim()).filter(Boolean),
+  // the nav section the page sits in (a chapter's section pages are listed under the chapter)
+  section: [...document.querySelectorAll('nav.md-nav--primary a.md-nav__link--active')]
+            .filter(a => !a.closest('.md-nav--secondary'))
+            .map(a => a.closest('.md-nav__item--section'))
+            .map(li => li ? li.querySelector(':scope > .md-nav__link').textContent.trim() : '')[0] || '',
   bare: [...document.querySelectorAll('nav.md-nav a.md-nav__link, .md-footer__title')]
           .map(a => a.textContent.trim()).filter(s => /^(上一页|下一页)?\s*正文$/.test(s)),
 })"""

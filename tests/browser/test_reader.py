@@ -173,15 +173,18 @@ def test_layout_fits_the_width(site, path, width):
 
 
 def test_layout_checks_see_what_they_check(site):
-    """The punctuation check looked at the places where such a line could start (a chapter has
-    hundreds), and the scroll-cue check saw formulas that scroll at 390 px."""
-    r = site.report(CHAPTER_URLS[0])["layout"]
-    assert r["desktop"]["punct"]["checked"] > 50 and r["mobile"]["punct"]["checked"] > 50, r
-    assert r["mobile"]["cue"]["wide"] > 0, r["mobile"]["cue"]
+    """The punctuation check looked at the places where such a line could start (chapter 1's
+    pages have hundreds), and the scroll-cue check saw formulas that scroll at 390 px."""
+    reports = [site.report(url)["layout"] for url in CHAPTER_URLS if url.startswith(CHAPTER_URLS[0])]
+    for width in ("desktop", "mobile"):
+        assert sum(r[width]["punct"]["checked"] for r in reports) > 200, [r[width]["punct"] for r in reports]
+    assert sum(r["mobile"]["cue"]["wide"] for r in reports) > 0, [r["mobile"]["cue"] for r in reports]
 
 
 CHAPTER_PAGES = [pytest.param(url, title, id=page_id(url)) for title, src, url in NAV
                  if re.match(r"(chapters/\d\d-[^/]+/index\.md|notebooks/ch\d\d-)", src)]
+SECTION_PAGES = [pytest.param(url, id=page_id(url)) for _, src, url in NAV
+                 if re.fullmatch(r"chapters/\d\d-[^/]+/(?!index\.md)[a-z0-9-]+\.md", src)]
 
 
 @pytest.mark.parametrize(("path", "nav_title"), CHAPTER_PAGES)
@@ -194,6 +197,19 @@ def test_chapter_pages_are_named_by_their_chapter(site, path, nav_title):
     assert names["title"].startswith(chapter), names
     assert names["header"].startswith(chapter), names
     assert names["active"] and all(label.startswith(chapter) for label in names["active"]), names
+    assert not names["bare"], names
+
+
+@pytest.mark.parametrize("path", SECTION_PAGES)
+def test_section_pages_are_named_by_their_chapter(site, path):
+    """A chapter's other pages ("推导" in the nav, under the chapter) carry the chapter in <title>
+    and in the phone header ("第 03 章 · 推导"), and sit in the chapter's nav section."""
+    number = re.search(r"chapters/(\d\d)", path).group(1)
+    chapter = f"第 {number} 章"
+    names = site.report(path)["names"]
+    assert names["title"].startswith(chapter + " · "), names
+    assert names["header"].startswith(chapter + " · "), names
+    assert names["section"].startswith(chapter), names
     assert not names["bare"], names
 
 

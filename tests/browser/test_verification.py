@@ -27,7 +27,7 @@ def test_claim_entry_source_and_backlink_then_notebook_links(chromium_browser, s
         # 出现在 -> the chapter, scrolled to the badge itself
         page.locator('.md-content a[href$="#claim-ch01-c03-1"]').first.click()
         wait_for_page(page)
-        assert page.url.endswith("/chapters/01-why-attention/#claim-ch01-c03-1")
+        assert page.url.endswith("/chapters/01-why-attention/rnn/#claim-ch01-c03-1")
         badge = page.locator("#claim-ch01-c03-1")
         assert badge.get_attribute("class") == "claim"
         box, height = badge.bounding_box(), page.viewport_size["height"]

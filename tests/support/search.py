@@ -19,11 +19,18 @@ def load_queries() -> dict:
     return json.loads(QUERIES_FILE.read_text(encoding="utf-8"))
 
 
+CHAPTER_ROOT = re.compile(r"chapters/\d\d-[^/]+/")
+
+
 def found(groups: list[list[str]], target: str, top: int, pages_top: int | None = None) -> bool:
     """target 'page' is among the first `pages_top` (default `top`) result pages;
-    'page#anchor' also has its anchor among that page's first `top` sections."""
+    'page#anchor' also has its anchor among that page's first `top` sections. A chapter's first
+    page without an anchor ('chapters/01-why-attention/') stands for the chapter: any of its
+    pages counts (a chapter is several pages; the query asks that the chapter answers it)."""
     page, _, anchor = target.partition("#")
     pages = [g[0].split("#")[0] for g in groups][: pages_top or top]
+    if not anchor and CHAPTER_ROOT.fullmatch(page):
+        return any(p.startswith(page) for p in pages)
     if page not in pages:
         return False
     sections = [unquote(loc.split("#", 1)[1]) for loc in groups[pages.index(page)] if "#" in loc][:top]

@@ -1,0 +1,32 @@
+"""An old link into a one-page chapter (chapters/02-architecture/#kv-cache) still lands on its
+section, now on another page of the chapter; an anchor the first page keeps stays there."""
+
+from __future__ import annotations
+
+from urllib.parse import unquote
+
+import pytest
+
+from tests.browser.helpers import new_context, wait_for_page
+
+OLD_LINKS = [
+    ("chapters/02-architecture/#kv-cache", "chapters/02-architecture/derivation-decoder/#kv-cache"),
+    ("chapters/01-why-attention/#claim-ch01-c03-1", "chapters/01-why-attention/rnn/#claim-ch01-c03-1"),
+    ("chapters/03-scaled-dot-product/#q-3-1", "chapters/03-scaled-dot-product/interview/#q-3-1"),
+    ("chapters/01-why-attention/#核心困惑", "chapters/01-why-attention/#核心困惑"),
+]
+
+
+@pytest.mark.parametrize(("old", "new"), OLD_LINKS, ids=[o.split("#")[1] for o, _ in OLD_LINKS])
+def test_an_old_anchor_lands_on_its_section(chromium_browser, site_url, old, new):
+    ctx = new_context(chromium_browser, viewport={"width": 390, "height": 844})
+    page = ctx.new_page()
+    try:
+        page.goto(site_url + old)
+        wait_for_page(page)
+        assert unquote(page.url) == site_url + new, page.url
+        target = page.locator(f"[id='{new.split('#')[1]}']")
+        box = target.bounding_box()
+        assert box and 0 <= box["y"] < 844, f"{new}: not in view ({box})"
+    finally:
+        ctx.close()
