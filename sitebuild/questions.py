@@ -127,6 +127,17 @@ def _question(path, chapter, index, slug, title, stars, answer) -> Question:
     return Question(chapter, index, slug, title, stars, answer, cores[0], claims, derivations)
 
 
+def answer_page(slug: str, chapters_dir: Path = CHAPTERS_DIR) -> str:
+    """The chapter page that shows the chapter's questions with their answers: the one page of
+    ``docs/chapters/<slug>/`` that includes its questions.md ("chapters/<slug>/interview.md")."""
+    include = f'--8<-- "docs/chapters/{slug}/questions.md"'
+    pages = [p for p in sorted((chapters_dir / slug).glob("*.md"))
+             if p.name != "questions.md" and include in p.read_text(encoding="utf-8")]
+    if len(pages) != 1:
+        raise QuestionsError(f"{slug}: {len(pages)} pages include questions.md (need exactly one)")
+    return f"chapters/{slug}/{pages[0].name}"
+
+
 def load_all(chapters_dir: Path = CHAPTERS_DIR) -> list[Question]:
     """Every question on the site, chapter by chapter."""
     out = [q for path in chapter_files(chapters_dir) for q in parse_file(path)]

@@ -1,5 +1,6 @@
 """The question bank's controls in Chromium: filter by chapter and difficulty, reveal all / hide all,
-by keyboard, with no request leaving the site; a question's anchor opens it. One page load."""
+by keyboard, with no request leaving the site; a question's anchor opens it, and an opened question
+shows its full answer, fetched from its chapter's page. One page load."""
 
 from __future__ import annotations
 
@@ -17,8 +18,15 @@ def test_filter_and_reveal_by_keyboard(chromium_browser, site_url):
     try:
         page.goto(site_url + "interview/#q-2-4")
         wait_for_page(page)
-        # the anchor lands on the question, open
+        # the anchor lands on the question, open, and its answer comes from chapter 02's page
         assert page.evaluate("document.getElementById('q-2-4').open") is True
+        page.wait_for_function("document.getElementById('q-2-4').dataset.answer === 'shown'", timeout=10000)
+        answer = page.locator("#q-2-4")
+        assert "参考答案。" in answer.inner_text()
+        hrefs = answer.locator("a").evaluate_all("as => as.map(a => a.href)")
+        assert any(h.startswith(site_url + "verification/#ch02-") for h in hrefs), hrefs  # a badge, resolved
+        assert any(h.startswith(site_url + "chapters/02-architecture/") for h in hrefs), hrefs
+        assert page.locator("#q-2-5 a.qbank-answer").count() == 1  # the others wait until opened
         bar = page.locator(".qbank-controls")
         assert bar.is_visible()
         assert page.locator(".qbank-count").inner_text() == f"显示 {len(QUESTIONS)} / {len(QUESTIONS)} 题"
@@ -49,6 +57,9 @@ def test_filter_and_reveal_by_keyboard(chromium_browser, site_url):
         assert page.evaluate("document.activeElement.dataset.qbank") == "open"
         page.keyboard.press("Enter")
         assert page.evaluate(VISIBLE + ".every(d => d.open)") is True
+        page.wait_for_function(VISIBLE + ".every(d => d.dataset.answer === 'shown')", timeout=10000)
+        # whole answers (they open with 参考答案。), not the one-line core and its link
+        assert page.evaluate(VISIBLE + ".every(d => d.textContent.includes('参考答案。'))") is True
         assert page.evaluate("document.getElementById('q-1-1').open") is False  # hidden ones untouched
         page.keyboard.press("Tab")
         page.keyboard.press(" ")
