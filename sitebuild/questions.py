@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import re
 import textwrap
+from itertools import groupby
 from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree as etree
 
 from markdown.extensions import Extension
 from markdown.treeprocessors import Treeprocessor
+
+from sitebuild.config import chapters
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS_DIR = ROOT / "docs" / "chapters"
@@ -136,6 +139,28 @@ def answer_page(slug: str, chapters_dir: Path = CHAPTERS_DIR) -> str:
     if len(pages) != 1:
         raise QuestionsError(f"{slug}: {len(pages)} pages include questions.md (need exactly one)")
     return f"chapters/{slug}/{pages[0].name}"
+
+
+@dataclass(frozen=True)
+class ChapterQuestions:
+    number: int  # 3
+    title: str  # "第 03 章 缩放点积注意力", as the chapter's first heading names it
+    slug: str  # "03-scaled-dot-product"
+    page: str  # "chapters/03-scaled-dot-product/interview.md": where its answers are shown
+    questions: list[Question]
+    levels: list[tuple[int, list[Question]]]  # [(stars, its questions)], in page order
+
+
+def by_chapter() -> list[ChapterQuestions]:
+    """Every chapter's questions, grouped by difficulty: what the bank and the cheat sheet list."""
+    titles = {int(key[2:]): title for key, (title, _) in chapters().items()}
+    out = []
+    for number, qs in groupby(load_all(), key=lambda q: q.chapter):
+        qs = list(qs)
+        levels = [(stars, list(group)) for stars, group in groupby(qs, key=lambda q: q.stars)]
+        out.append(ChapterQuestions(number, titles.get(number, f"第 {number:02d} 章"), qs[0].slug,
+                                    answer_page(qs[0].slug), qs, levels))
+    return out
 
 
 def load_all(chapters_dir: Path = CHAPTERS_DIR) -> list[Question]:

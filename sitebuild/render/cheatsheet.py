@@ -8,26 +8,20 @@ a new A4 page. ``results`` is ignored: the questions are the input.
 
 from __future__ import annotations
 
-from itertools import groupby
 from pathlib import Path
 
-from sitebuild.config import chapters
-from sitebuild.questions import LEVELS, answer_page, load_all
+from sitebuild.questions import LEVELS, by_chapter
 
 
 def render_markdown() -> str:
-    titles = {int(key[2:]): title for key, (title, _) in chapters().items()}
     out: list[str] = []
-    for chapter, qs in groupby(load_all(), key=lambda q: q.chapter):
-        qs = list(qs)
-        title = titles.get(chapter, f"第 {chapter:02d} 章")
-        out.append(f'## {title} {{ #cheatsheet-ch{chapter:02d} .cheatsheet-chapter }}\n')
-        page = answer_page(qs[0].slug)
-        out.append(f"[正文](/chapters/{qs[0].slug}/index.md) · 共 {len(qs)} 题\n")
-        for stars, group in groupby(qs, key=lambda q: q.stars):
+    for ch in by_chapter():
+        out.append(f'## {ch.title} {{ #cheatsheet-ch{ch.number:02d} .cheatsheet-chapter }}\n')
+        out.append(f"[正文](/chapters/{ch.slug}/index.md) · 共 {len(ch.questions)} 题\n")
+        for stars, group in ch.levels:
             out.append(f'<p class="cheatsheet-level">{"⭐" * stars} {LEVELS[stars]}</p>\n')
             for q in group:
-                out.append(f"- [**{q.number}**](/{page}#{q.anchor}) **{q.title}**  \n"
+                out.append(f"- [**{q.number}**](/{ch.page}#{q.anchor}) **{q.title}**  \n"
                            f"  {q.core}")
             out.append("")
     return "\n".join(out) + "\n"

@@ -11,27 +11,21 @@ available, as in the offline edition over file://). ``results`` is ignored.
 
 from __future__ import annotations
 
-from itertools import groupby
 from pathlib import Path
 
-from sitebuild.config import chapters
-from sitebuild.questions import LEVELS, answer_page, load_all
+from sitebuild.questions import LEVELS, by_chapter
 
 
 def render_markdown() -> str:
-    titles = {int(key[2:]): title for key, (title, _) in chapters().items()}
     out: list[str] = []
-    for chapter, qs in groupby(load_all(), key=lambda q: q.chapter):
-        qs = list(qs)
-        title = titles.get(chapter, f"第 {chapter:02d} 章")
-        page = answer_page(qs[0].slug)
-        out.append(f"## {title}\n")
-        for stars, group in groupby(qs, key=lambda q: q.stars):
+    for ch in by_chapter():
+        out.append(f"## {ch.title}\n")
+        for stars, group in ch.levels:
             out.append(f"### {'⭐' * stars} {LEVELS[stars]}\n")
             for q in group:
                 out.append(f'??? question "{q.number}\u3000{q.title}"\n'
                            f"    **一句话**：{q.core}\n\n"
-                           f"    [完整参考答案在第 {chapter:02d} 章（{q.number}）](/{page}#{q.anchor}){{ .qbank-answer }}\n")
+                           f"    [完整参考答案在第 {ch.number:02d} 章（{q.number}）](/{ch.page}#{q.anchor}){{ .qbank-answer }}\n")
     return "\n".join(out) + "\n"
 
 
