@@ -645,7 +645,8 @@ SEARCH_WORKER_JS = """async (queries) => {
     const res = await ask({type: 2, data: q});
     // title and (highlighted) text only for the first pages, the ones a reader sees
     out[q] = res.data.items.map((group, i) => group.map(item => i < 3
-      ? {location: item.location, title: item.title, text: item.text} : {location: item.location}));
+      ? {location: item.location, score: item.score, title: item.title, text: item.text}
+      : {location: item.location, score: item.score}));
   }
   worker.terminate();
   return out;

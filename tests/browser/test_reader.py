@@ -34,7 +34,7 @@ from tests.browser.helpers import (
     wait_for_page,
 )
 from tests.support.build import tiny_site
-from tests.support.search import evaluate, load_queries, raw_markup
+from tests.support.search import chapter_groups, evaluate, load_queries, raw_markup
 
 PAGES = [pytest.param(url, id=page_id(url)) for url in NAV_URLS]
 PAGE_SCHEMES = [
@@ -143,7 +143,8 @@ def test_search_recall(chromium_browser, site_url, built_site):
         results = search_with_worker(page, [q["q"] for q in spec["queries"]])
     finally:
         ctx.close()
-    locations = {q: [[item["location"] for item in group] for group in groups] for q, groups in results.items()}
+    locations = {q: [[item["location"] for item in group] for group in chapter_groups(groups)]
+                 for q, groups in results.items()}
     ev = evaluate(spec, locations)
     _dump("search-recall.json", ev["report"])
     shown = [item for groups in results.values() for group in groups[: spec["top"]] for item in group]

@@ -19,21 +19,46 @@ def load_queries() -> dict:
     return json.loads(QUERIES_FILE.read_text(encoding="utf-8"))
 
 
-CHAPTER_ROOT = re.compile(r"chapters/\d\d-[^/]+/")
+CHAPTER = re.compile(r"chapters/\d\d-[^/#]+/")
+
+
+def chapter_groups(groups: list[list[dict]]) -> list[list[dict]]:
+    """The worker's result groups (one per page, best first; items with location and score)
+    with a chapter's pages merged into one group, where the chapter first ranks, its sections
+    in score order: a chapter is several pages but one unit of the site, as it was when it
+    was one page."""
+    merged: list[list[dict]] = []
+    at: dict[str, int] = {}
+    for group in groups:
+        m = CHAPTER.match(group[0]["location"]) if group else None
+        if m and m[0] in at:
+            merged[at[m[0]]].extend(group)
+            continue
+        if m:
+            at[m[0]] = len(merged)
+        merged.append(list(group))
+    for i in at.values():
+        merged[i].sort(key=lambda item: -(item.get("score") or 0))
+    return merged
 
 
 def found(groups: list[list[str]], target: str, top: int, pages_top: int | None = None) -> bool:
     """target 'page' is among the first `pages_top` (default `top`) result pages;
-    'page#anchor' also has its anchor among that page's first `top` sections. A chapter's first
-    page without an anchor ('chapters/01-why-attention/') stands for the chapter: any of its
-    pages counts (a chapter is several pages; the query asks that the chapter answers it)."""
+    'page#anchor' also has its anchor among that page's first `top` sections. A chapter's pages
+    count as one page (groups from :func:`chapter_groups`), named by the chapter's first page:
+    'chapters/01-why-attention/rnn/#模型与损失' is found when chapter 01 ranks among the first
+    pages and that section among the chapter's first sections."""
     page, _, anchor = target.partition("#")
-    pages = [g[0].split("#")[0] for g in groups][: pages_top or top]
-    if not anchor and CHAPTER_ROOT.fullmatch(page):
-        return any(p.startswith(page) for p in pages)
-    if page not in pages:
+
+    def unit(location: str) -> str:
+        m = CHAPTER.match(location)
+        return m[0] if m else location.split("#")[0]
+
+    pages = [unit(g[0]) for g in groups][: pages_top or top]
+    if unit(page) not in pages:
         return False
-    sections = [unquote(loc.split("#", 1)[1]) for loc in groups[pages.index(page)] if "#" in loc][:top]
+    group = groups[pages.index(unit(page))]
+    sections = [unquote(loc.split("#", 1)[1]) for loc in group if "#" in loc][:top]
     return not anchor or anchor in sections
 
 
