@@ -201,6 +201,14 @@ def test_chapter_pages_are_named_by_their_chapter(site, path, nav_title):
     assert not names["bare"], names
 
 
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_open_without_layout_shift(site, path):
+    """Nothing moves while a page opens (1280 px): the blocks it opens on are rendered in the
+    first frame, not skipped and shown a frame later (content-visibility in extra.css)."""
+    shift = site.report(path)["layout_shift"]
+    assert shift["total"] < 0.05, shift
+
+
 @pytest.mark.parametrize("path", SECTION_PAGES)
 def test_section_pages_are_named_by_their_chapter(site, path):
     """A chapter's other pages ("推导" in the nav, under the chapter) carry the chapter in <title>
