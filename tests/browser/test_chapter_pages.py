@@ -24,7 +24,9 @@ def test_an_old_anchor_lands_on_its_section(chromium_browser, site_url, old, new
     try:
         page.goto(site_url + old)
         wait_for_page(page)
-        assert unquote(page.url) == site_url + new, page.url
+        # the page that holds the anchor (navigation.tracking may then rewrite the hash to the
+        # heading the reader is in, so the element itself is checked, not the hash)
+        assert unquote(page.url).split("#")[0] == site_url + new.split("#")[0], page.url
         target = page.locator(f"[id='{new.split('#')[1]}']")
         box = target.bounding_box()
         assert box and 0 <= box["y"] < 844, f"{new}: not in view ({box})"
