@@ -7,7 +7,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from tests.browser.helpers import new_context, wait_for_page
+from tests.browser.helpers import new_context
 
 OLD_LINKS = [
     ("chapters/02-architecture/#kv-cache", "chapters/02-architecture/derivation-decoder/#kv-cache"),
@@ -23,7 +23,9 @@ def test_an_old_anchor_lands_on_its_section(chromium_browser, site_url, old, new
     page = ctx.new_page()
     try:
         page.goto(site_url + old)
-        wait_for_page(page)
+        # not wait_for_page: navigation.tracking may rewrite the hash once the page is set up
+        page.wait_for_load_state("load")
+        page.wait_for_function("() => !!document.body.dataset.pageReady", timeout=90_000)
         # the page that holds the anchor (navigation.tracking may then rewrite the hash to the
         # heading the reader is in, so the element itself is checked, not the hash)
         assert unquote(page.url).split("#")[0] == site_url + new.split("#")[0], page.url

@@ -202,13 +202,12 @@ def test_chapter_pages_are_named_by_their_chapter(site, path, nav_title):
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_pages_open_without_layout_shift(site, path):
-    """Nothing much moves while a page opens (1280 px): the blocks it opens on are rendered in
-    the first frame, not skipped and shown a frame later (content-visibility in extra.css); that
-    moved section pages by 0.26-0.44. The bound is the "good" layout-shift score (0.1): fonts
-    and tables arriving under load still move a page by up to ~0.07."""
-    shift = site.report(path)["layout_shift"]
-    assert shift["total"] < 0.1, shift
+def test_pages_open_with_their_first_blocks_rendered(site, path):
+    """The blocks a page opens on (1280 × 900) are rendered in the first frame, not skipped and
+    drawn a frame later (content-visibility in extra.css), which moved the section pages that
+    open on a formula by 0.26-0.44 (make audit's CLS)."""
+    first = site.report(path)["first_screen"]
+    assert first["blocks"] > 0 and not first["late"], first
 
 
 @pytest.mark.parametrize("path", SECTION_PAGES)
