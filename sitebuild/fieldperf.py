@@ -47,14 +47,14 @@ OBSERVER_JS = """
   const describe = n => !n ? '' : n.nodeType !== 1 ? n.nodeName
     : n.tagName.toLowerCase() + (n.id ? '#' + n.id : '') + (n.className && typeof n.className === 'string' ? '.' + n.className.trim().split(/\\s+/).join('.') : '');
   watch('layout-shift', e => { if (!e.hadRecentInput) perf.shifts.push([e.startTime, e.value, (e.sources || []).map(x => describe(x.node)).slice(0, 3)]); });
-  document.addEventListener('DOMContentLoaded', () => {
+  document.addEventListener('DOMContentLoaded', () => {  // once: the late scripts send it again
     const blocks = [...document.querySelectorAll('.arithmatex')];
     perf.mathAtDcl = {
       formulas: blocks.length,
       untypeset: blocks.filter(b => !b.querySelector('.katex')).length,
       katex_scripts: [...document.scripts].filter(s => /katex(\\.min)?\\.js|auto-render/i.test(s.src)).length,
     };
-  });
+  }, { once: true });
 })();
 """
 

@@ -576,7 +576,10 @@ class Site:
             page.goto(self.url(path), wait_until="load")
             wait_for_page(page)
             math = page.evaluate(MATH_JS, _NOT_PROSE)
-            first_screen = page.evaluate(FIRST_SCREEN_JS)
+            first_screen = {"desktop": page.evaluate(FIRST_SCREEN_JS)}
+            set_width(page, MOBILE)  # a phone shows fewer blocks first, and fewer are rendered up front
+            first_screen["mobile"] = page.evaluate(FIRST_SCREEN_JS)
+            set_width(page, DESKTOP)
             show_everything(page)  # axe's colour checks, the images and the layout need painted blocks
             mount_code_blocks(page)
             code = page.evaluate(COPY_TARGETS_JS)

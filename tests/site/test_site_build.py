@@ -152,6 +152,36 @@ def test_math_is_typeset_at_build_time_and_no_page_loads_katex(built_site):
     assert urls and all(u.endswith(".woff2") and (built_site / "assets/katex" / u).is_file() for u in urls)
 
 
+def test_scripts_start_after_the_load_event(built_site):
+    """No page runs a script file while it is parsed: Material's bundle and the site's scripts wait
+    in <template id="__scripts">, the bundle first, for partials/late-scripts.js to start them
+    after the load event; <html> gets the bundle's classes in <head> (partials/script-classes.js).
+    Run at the end of the page, the bundle's start-up styled and laid out everything parsed since
+    the last frame inside one task (make audit: the longest task of a section page)."""
+    offenders = []
+    for page in built_site.rglob("*.html"):
+        text = page.read_text(encoding="utf-8")
+        name = str(page.relative_to(built_site))
+        if "</body>" not in text or 'id="__config"' not in text:
+            continue  # not a Material page (a notebook's raw download, an include)
+        held = re.search(r'<template id="__scripts">(.*?)</template>', text, re.S)
+        outside = re.sub(r'<template id="__scripts">.*?</template>', "", text, flags=re.S)
+        if held is None:
+            offenders.append(f"{name}: no held scripts")
+            continue
+        files = re.findall(r'<script[^>]+src="([^"]+)"', held.group(1))
+        if not files or not re.search(r"/bundle\.\w+\.min\.js$", files[0]):
+            offenders.append(f"{name}: the bundle is not the first held script: {files}")
+        if re.search(r'<script[^>]+src="[^"]', outside):  # (a notebook page keeps mkdocs-jupyter's empty one)
+            offenders.append(f"{name}: a script file outside the template")
+        if 'dispatchEvent(new Event("DOMContentLoaded"))' not in outside:
+            offenders.append(f"{name}: no late-scripts loader")
+        head = outside.split("</head>", 1)[0]
+        if 'classList.add("js-focus-visible")' not in head:
+            offenders.append(f"{name}: <html> does not get the bundle's classes in <head>")
+    assert offenders == []
+
+
 def test_math_stays_out_of_the_search_index(built_site):
     """Formulas are typeset after the search plugin read the page: no KaTeX markup in the index."""
     index = (built_site / "search/search_index.json").read_text(encoding="utf-8")
