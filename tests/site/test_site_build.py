@@ -8,6 +8,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from sitebuild.config import nav_pages
 from tests.support.build import ROOT, mkdocs_builds, tiny_site
 from tests.support.shared import once
 
@@ -158,12 +159,13 @@ def test_scripts_start_after_the_load_event(built_site):
     after the load event; <html> gets the bundle's classes in <head> (partials/script-classes.js).
     Run at the end of the page, the bundle's start-up styled and laid out everything parsed since
     the last frame inside one task (make audit: the longest task of a section page)."""
-    offenders = []
+    offenders, checked = [], 0
     for page in built_site.rglob("*.html"):
         text = page.read_text(encoding="utf-8")
         name = str(page.relative_to(built_site))
         if "</body>" not in text or 'id="__config"' not in text:
             continue  # not a Material page (a notebook's raw download, an include)
+        checked += 1
         held = re.search(r'<template id="__scripts">(.*?)</template>', text, re.S)
         outside = re.sub(r'<template id="__scripts">.*?</template>', "", text, flags=re.S)
         if held is None:
@@ -180,6 +182,7 @@ def test_scripts_start_after_the_load_event(built_site):
         if 'classList.add("js-focus-visible")' not in head:
             offenders.append(f"{name}: <html> does not get the bundle's classes in <head>")
     assert offenders == []
+    assert checked >= len(nav_pages()), f"only {checked} Material pages found"
 
 
 def test_math_stays_out_of_the_search_index(built_site):
