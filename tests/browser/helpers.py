@@ -282,6 +282,19 @@ FIRST_SCREEN_JS = """() => {
 }"""
 
 
+# The article's blocks as sitebuild/contentblocks.py prepared them, after Material has started:
+# which are marked always-rendered (cv-tail) and whether they render, and where the tables sit.
+BLOCKS_JS = """() => {
+  const blocks = [...document.querySelector('.md-content__inner').children];
+  const tail = blocks.flatMap((el, i) => el.classList.contains('cv-tail') ? [i] : []);
+  return {count: blocks.length, tail,
+          tail_skippable: tail.filter(i => getComputedStyle(blocks[i]).contentVisibility !== 'visible').length,
+          bare_tables: blocks.filter(el => el.matches('table, .md-typeset__scrollwrap')).map(el => el.outerHTML.slice(0, 80)),
+          table_blocks: blocks.filter(el => el.matches('.table-block')).length,
+          wrapped_tables: document.querySelectorAll(
+            '.md-content__inner > .table-block > .md-typeset__scrollwrap > .md-typeset__table > table:only-child').length};
+}"""
+
 # What names the page: <title>, the phone header's topic, the nav's active entries, and any
 # nav or footer label that is a bare "正文".
 NAMES_JS = r"""() => ({
@@ -580,6 +593,7 @@ class Site:
             set_width(page, MOBILE)  # a phone shows fewer blocks first, and fewer are rendered up front
             first_screen["mobile"] = page.evaluate(FIRST_SCREEN_JS)
             set_width(page, DESKTOP)
+            blocks = page.evaluate(BLOCKS_JS)
             show_everything(page)  # axe's colour checks, the images and the layout need painted blocks
             mount_code_blocks(page)
             code = page.evaluate(COPY_TARGETS_JS)
@@ -591,6 +605,7 @@ class Site:
                 "anchors": page.evaluate(ANCHORS_JS),
                 "names": page.evaluate(NAMES_JS),
                 "first_screen": first_screen,
+                "blocks": blocks,
                 "axe": run_axe(page),
                 "code": code,
                 "layout": {"desktop": layout(page)},

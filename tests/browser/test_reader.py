@@ -210,6 +210,19 @@ def test_pages_open_with_their_first_blocks_rendered(site, path):
         assert first["blocks"] > 0 and not first["late"], (width, first)
 
 
+
+@pytest.mark.parametrize("path", PAGES)
+def test_last_blocks_are_marked_and_tables_wrapped_at_build_time(site, path):
+    """sitebuild/contentblocks.py found the article's blocks as the browser does: its last four
+    blocks are marked cv-tail and rendered (extra.css), and every table of the article sits in a
+    div.table-block, with Material's scroll wrapper inside it rather than among the blocks."""
+    b = site.report(path)["blocks"]
+    assert b["count"] >= 4, b
+    assert b["tail"] == list(range(b["count"] - 4, b["count"])), b
+    assert b["tail_skippable"] == 0, b
+    assert b["bare_tables"] == [], b
+    assert b["wrapped_tables"] == b["table_blocks"], b
+
 @pytest.mark.parametrize("path", SECTION_PAGES)
 def test_section_pages_are_named_by_their_chapter(site, path):
     """A chapter's other pages ("推导" in the nav, under the chapter) carry the chapter in <title>
