@@ -1,29 +1,49 @@
 """MkDocs hook (``hooks:`` in mkdocs.yml and mkdocs-offline.yml): the article's blocks, ready
 for ``content-visibility`` while the page is still arriving.
 
-docs/assets/extra.css skips the layout of the article's blocks while they are off screen. Two
-things about those blocks are settled here, in the HTML, rather than in the browser:
+docs/assets/extra.css skips the layout of the article's blocks while they are off screen. What
+the browser cannot work out cheaply about those blocks is settled here, from the built HTML; the
+page gets two rules of its own in ``<head>`` (``<style id="cv-blocks">``), and no block's markup
+changes but a table's:
 
-* **The last blocks are marked** ``cv-tail``, and extra.css always renders them (a skipped
-  block taller than its estimate would reach over the footer). The CSS rule was
-  ``:nth-last-child(-n+4)``, but while the parser is still appending blocks, every new block is
-  one of the last four, so each was styled and laid out once on arrival and skipped at the
-  next, and each append restyled all the blocks before it: on a phone about 0.1 s of main
-  thread per page load (``make audit``, ch01 lstm and two 推导 pages, 9 of 9 loads).
+* **Its last four blocks are always rendered** (a skipped block taller than its estimate would
+  reach over the footer). The rule was ``:nth-last-child(-n+4)`` in extra.css, but while the
+  parser is still appending blocks every new block is one of the last four, so each was styled
+  and laid out on arrival and skipped at the next frame, and each append restyled all the
+  blocks before it: on a phone about 0.1 s of main thread per load (``make audit``, ch01 lstm
+  and two 推导 pages, 9 of 9 loads). Counted here, the rule is ``:nth-child(n+K)``.
+* **The blocks a phone opens on are rendered from the first frame** (skipped there and shown a
+  frame later, a formula moved the page: layout shift 0.26–0.44). How many is estimated from
+  the HTML: a lower bound of each block's height on a phone (:func:`phone_height`), counting
+  every block whose estimated top is above the fold of the tallest common phone. An
+  underestimate only renders more; tests/browser/test_reader.py::
+  test_pages_open_with_their_first_blocks_rendered checks at 390 × 844 that no block of the
+  first screen waits a frame. A fixed count (the first 11) laid out formulas two screens down on
+  the pages that open on a table or a tall formula.
 * **Tables are wrapped** in ``div.table-block``. Material moves every ``table:not([class])``
   into a scroll wrapper when it starts; done directly under the article, that change of the
-  article's children restyled every block after the table (extra.css's ``:nth-child`` rules),
-  about 2,700–3,300 elements. Inside the wrapper it stays local.
+  article's children restyled every block after the table (the ``:nth-child`` rules), about
+  2,700–3,300 elements. Inside the wrapper it stays local.
 """
 
 from __future__ import annotations
 
+import html as html_lib
+import math
 import re
 
 from mkdocs.exceptions import PluginError
 
 TAIL = 4  # how many of the article's last blocks are always rendered
-TAIL_CLASS = "cv-tail"
+STYLE_ID = "cv-blocks"  # the page's own rules, in its <head>
+# The phone the estimate is for: the tallest common screen (430 × 932), with the widest text
+# column, so that it gives the fewest lines. px at Material's 16 px body text.
+FOLD = 932
+HEADER = 48  # the article starts below the header at least
+LINE = 25.6  # body line height (1.6)
+CHARS_PER_LINE = 26  # CJK characters on a line of the widest phone column (398 px / 16 px = 24.9)
+GAP = 12  # between blocks (their margins are 16 px or more)
+EM = 19.36  # KaTeX's 1.21em of 16 px: its struts' heights are in these
 TABLE_CLASS = "table-block"
 ARTICLE_OPEN = re.compile(r'<article class="md-content__inner md-typeset">')
 TAG = re.compile(r"<!--.*?-->|<(/?)([a-zA-Z][a-zA-Z0-9-]*)\b[^>]*?(/?)>", re.S)
@@ -69,39 +89,82 @@ def top_level_blocks(html: str, start: int) -> tuple[list[tuple[int, int, str]],
         depth += 1
 
 
-def add_class(start_tag: str, cls: str) -> str:
-    """``<p id="x">`` -> ``<p id="x" class="cls">``; an existing class attribute is extended."""
-    m = re.search(r'\bclass="([^"]*)"', start_tag)
-    if m:
-        return start_tag[:m.start(1)] + (m.group(1) + " " + cls).strip() + start_tag[m.end(1):]
-    return re.sub(r"^<([a-zA-Z0-9-]+)", lambda t: f'<{t.group(1)} class="{cls}"', start_tag, count=1)
+def lead_count(html: str, blocks: list[tuple[int, int, str]]) -> int:
+    """How many of the first blocks a phone may show on its first screen (see FOLD)."""
+    top, count = HEADER, 0
+    for begin, end, tag in blocks:
+        if top >= FOLD:
+            break
+        count += 1
+        top += phone_height(tag, html[begin:end]) + GAP
+    return count
+
+
+def style(lead: int, count: int) -> str:
+    """The page's rules: its first ``lead`` blocks and its last ``TAIL`` are always rendered.
+    Forward ``:nth-child()`` only: appending a block changes what neither rule matches."""
+    return (f'<style id="{STYLE_ID}">.md-content__inner > :nth-child(-n+{lead}),'
+            f".md-content__inner > :nth-child(n+{max(count - TAIL + 1, 1)}){{content-visibility:visible}}</style>")
 
 
 def prepare(html: str) -> str:
-    """The page with its article's tables wrapped and its last ``TAIL`` blocks marked."""
+    """The page with its article's tables wrapped and, in its ``<head>``, the rules that render
+    its first screen on a phone and its last ``TAIL`` blocks."""
     m = ARTICLE_OPEN.search(html)
     if m is None:
         return html
     blocks, close = top_level_blocks(html, m.end())
     if not html.startswith("</article>", close):
         raise ValueError(f"the article's blocks end at offset {close}, not at </article>")
-    tail = {b[0] for b in blocks[-TAIL:]}
     out, pos = [], 0
     for begin, end, tag in blocks:
-        start_tag_end = html.index(">", begin) + 1
-        out.append(html[pos:begin])
-        if tag == "table":  # the wrapper is the block now: it takes the mark, the table keeps no class
-            wrapper = add_class("<div>", TABLE_CLASS)
-            if begin in tail:
-                wrapper = add_class(wrapper, TAIL_CLASS)
-            out.append(wrapper + html[begin:end] + "</div>")
-        elif begin in tail:
-            out.append(add_class(html[begin:start_tag_end], TAIL_CLASS) + html[start_tag_end:end])
-        else:
-            out.append(html[begin:end])
-        pos = end
+        if tag == "table":  # the wrapper is the block now; the table keeps no class
+            out += [html[pos:begin], f'<div class="{TABLE_CLASS}">', html[begin:end], "</div>"]
+            pos = end
     out.append(html[pos:])
-    return "".join(out)
+    rules = style(lead_count(html, blocks), len(blocks))
+    return "".join(out).replace("</head>", rules + "</head>", 1)
+
+
+MATHML = re.compile(r'<span class="katex-mathml">.*?</math></span>', re.S)
+STRUT = re.compile(r'class="strut" style="height:([0-9.]+)em')
+MARKUP = re.compile(r"<[^>]+>")
+HEADINGS = {"h1": (32, 1.3, 20), "h2": (25, 1.4, 30), "h3": (20, 1.5, 24)}  # font px, line height, margin
+
+
+def text_width(fragment: str) -> float:
+    """The fragment's visible text, in widths of a CJK character (Latin, digits and math: half)."""
+    text = html_lib.unescape(MARKUP.sub("", MATHML.sub("", fragment))).replace("\u00b6", "")
+    return sum(1 if ord(ch) >= 0x2E80 else 0.5 for ch in text if not ch.isspace())
+
+
+def lines(width: float, per_line: float) -> int:
+    return max(1, math.ceil(width / per_line))
+
+
+def phone_height(tag: str, block: str) -> float:
+    """A lower bound of the block's height in px on a phone (see FOLD), from its HTML alone."""
+    if tag in HEADINGS:
+        size, leading, margin = HEADINGS[tag]
+        return lines(text_width(block), CHARS_PER_LINE * 16 / size) * size * leading + margin
+    if tag == "hr" or tag in RAW:  # a notebook's scripts and styles take no room
+        return 0
+    if tag == "table":
+        return block.count("<tr") * 28
+    if tag == "figure":
+        return 60  # an image of unknown height: a figure is at least its caption
+    start = block[:block.index(">") + 1]
+    if "highlight" in start:  # a code block: one line per line of code
+        return (block.count("\n") + 1) * 18
+    if 'class="arithmatex"' in start:  # display math: its tallest strut
+        return max((float(h) for h in STRUT.findall(block)), default=1) * EM
+    if tag == "details" and " open" not in start:
+        return 40  # closed: the summary
+    if "admonition" in start or tag == "details":  # smaller text in a box
+        return 30 + lines(text_width(block), CHARS_PER_LINE * 16 / 12.8 - 3) * 20
+    if tag in ("ul", "ol"):
+        return max(block.count("<li"), lines(text_width(block), CHARS_PER_LINE - 2)) * LINE
+    return lines(text_width(block), CHARS_PER_LINE) * LINE
 
 
 def on_post_page(output: str, page, config, **kwargs) -> str:

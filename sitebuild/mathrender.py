@@ -41,8 +41,28 @@ KATEX = ROOT / "node_modules" / "katex"
 SCRIPT = Path(__file__).resolve().parent / "katex_render.mjs"
 TIMEOUT_S = 60.0
 CACHE_DIR = ROOT / ".cache" / "katex"  # .cache/ is git-ignored
-# KaTeX's fonts are font-display: block; the two every page needs first are preloaded.
+# KaTeX's fonts are font-display: block; the two every page needs first are preloaded, and so
+# is every other font the page's formulas use (fonts_used). Requested only when a formula that
+# needs it is laid out, a font arrived after the first paint, and its arrival made the browser
+# style and lay out again everything drawn so far: 0.1-0.25 s of a phone's main thread on the
+# formula-heavy pages (make audit, ch01 lstm and ch04 推导, 3 loads each).
 PRELOAD_FONTS = ("KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2")
+# The classes of KaTeX's HTML that select another of its fonts (katex.min.css's font-family rules).
+FONT_OF_CLASS = {
+    "mathnormal": "Math-Italic", "mathit": "Main-Italic", "textit": "Main-Italic",
+    "mathbf": "Main-Bold", "textbf": "Main-Bold", "boldsymbol": "Math-BoldItalic",
+    "amsrm": "AMS-Regular", "mathbb": "AMS-Regular", "textbb": "AMS-Regular",
+    "mathcal": "Caligraphic-Regular", "mathfrak": "Fraktur-Regular", "textfrak": "Fraktur-Regular",
+    "mathboldfrak": "Fraktur-Bold", "textboldfrak": "Fraktur-Bold",
+    "mathtt": "Typewriter-Regular", "texttt": "Typewriter-Regular",
+    "mathscr": "Script-Regular", "textscr": "Script-Regular",
+    "mathsf": "SansSerif-Regular", "textsf": "SansSerif-Regular",
+    "mathboldsf": "SansSerif-Bold", "textboldsf": "SansSerif-Bold",
+    "mathitsf": "SansSerif-Italic", "mathsfit": "SansSerif-Italic", "textitsf": "SansSerif-Italic",
+    "small-op": "Size1-Regular", "large-op": "Size2-Regular",
+    "delim-size1": "Size1-Regular", "delim-size4": "Size4-Regular",
+}
+CLASSES = re.compile(r'class="([^"]*)"')
 
 ARITHMATEX = re.compile(r'<(span|div) class="arithmatex">(.*?)</\1>', re.S)
 INLINE = re.compile(r"\\\((.+?)\\\)", re.S)
@@ -249,6 +269,19 @@ def render_page(output: str, renderer: Renderer, notebook: bool = False) -> tupl
     return CLAIM_PUNCT.sub(NOBR + r"\1\2</span>", "".join(out)), len(formulas)
 
 
+def fonts_used(html: str) -> list[str]:
+    """The woff2 files of KaTeX's fonts that the typeset formulas in ``html`` select, the two
+    preloaded on every page first."""
+    fonts = set()
+    for attr in CLASSES.findall(html):
+        classes = attr.split()
+        fonts.update(FONT_OF_CLASS[c] for c in classes if c in FONT_OF_CLASS)
+        if "delimsizing" in classes:  # .delimsizing.sizeN: a big delimiter
+            fonts.update(f"Size{n}-Regular" for n in "1234" if f"size{n}" in classes)
+    extra = sorted(f"KaTeX_{f}.woff2" for f in fonts)
+    return list(PRELOAD_FONTS) + [f for f in extra if f not in PRELOAD_FONTS]
+
+
 def glue_punctuation(katex_html: str, punct: str) -> str:
     """An inline formula followed by 。，；… : the punctuation joins the formula's last part.
 
@@ -325,7 +358,7 @@ def on_post_page(output: str, page, config, **kwargs) -> str:
         links = "".join(
             f'<link rel="preload" href="{get_relative_url("assets/katex/fonts/" + font, page.url)}" '
             'as="font" type="font/woff2" crossorigin>'
-            for font in PRELOAD_FONTS
+            for font in fonts_used(output)
         )
         output = output.replace("</head>", links + "</head>", 1)
     return output

@@ -283,16 +283,29 @@ FIRST_SCREEN_JS = """() => {
 
 
 # The article's blocks as sitebuild/contentblocks.py prepared them, after Material has started:
-# which are marked always-rendered (cv-tail) and whether they render, and where the tables sit.
+# whether the last four render, whether the page has its own rules, and where the tables sit.
 BLOCKS_JS = """() => {
   const blocks = [...document.querySelector('.md-content__inner').children];
-  const tail = blocks.flatMap((el, i) => el.classList.contains('cv-tail') ? [i] : []);
-  return {count: blocks.length, tail,
-          tail_skippable: tail.filter(i => getComputedStyle(blocks[i]).contentVisibility !== 'visible').length,
+  return {count: blocks.length,
+          rules: document.querySelectorAll('head > style#cv-blocks').length,
+          tail_skippable: blocks.slice(-4).filter(el => getComputedStyle(el).contentVisibility !== 'visible')
+                                .map(el => el.tagName + '.' + el.className),
           bare_tables: blocks.filter(el => el.matches('table, .md-typeset__scrollwrap')).map(el => el.outerHTML.slice(0, 80)),
           table_blocks: blocks.filter(el => el.matches('.table-block')).length,
           wrapped_tables: document.querySelectorAll(
             '.md-content__inner > .table-block > .md-typeset__scrollwrap > .md-typeset__table > table:only-child').length};
+}"""
+
+# The KaTeX fonts the page has loaded once everything is shown (its questions opened too), and the
+# fonts it preloads (sitebuild/mathrender.py: fonts_used), as woff2 file names.
+FONTS_JS = """async () => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
+  await document.fonts.ready;
+  const file = f => f.family + '-' + ({normal400: 'Regular', normal700: 'Bold', italic400: 'Italic',
+                                       italic700: 'BoldItalic'})[f.style + f.weight] + '.woff2';
+  return {loaded: [...document.fonts].filter(f => f.status === 'loaded' && f.family.startsWith('KaTeX_')).map(file).sort(),
+          preloaded: [...document.querySelectorAll('link[rel=preload][as=font]')].map(l => l.href.split('/').pop()).sort()};
 }"""
 
 # What names the page: <title>, the phone header's topic, the nav's active entries, and any
@@ -623,6 +636,7 @@ class Site:
             set_width(page, MOBILE)
             light["layout"]["mobile"] = layout(page)
             light["typesetting"]["mobile"] = typesetting(page)
+            light["fonts"] = page.evaluate(FONTS_JS)  # last: it opens every question
             # After axe, the clicks and the palette switch, so that they are checked too.
             shared = {
                 "path": path,

@@ -212,16 +212,27 @@ def test_pages_open_with_their_first_blocks_rendered(site, path):
 
 
 @pytest.mark.parametrize("path", PAGES)
-def test_last_blocks_are_marked_and_tables_wrapped_at_build_time(site, path):
-    """sitebuild/contentblocks.py found the article's blocks as the browser does: its last four
-    blocks are marked cv-tail and rendered (extra.css), and every table of the article sits in a
-    div.table-block, with Material's scroll wrapper inside it rather than among the blocks."""
+def test_last_blocks_are_rendered_and_tables_wrapped_at_build_time(site, path):
+    """sitebuild/contentblocks.py counted the article's blocks as the browser does: its rules
+    (<style id="cv-blocks">) render the last four blocks, and every table of the article sits in
+    a div.table-block, with Material's scroll wrapper inside it rather than among the blocks."""
     b = site.report(path)["blocks"]
-    assert b["count"] >= 4, b
-    assert b["tail"] == list(range(b["count"] - 4, b["count"])), b
-    assert b["tail_skippable"] == 0, b
+    assert b["count"] >= 4 and b["rules"] == 1, b
+    assert b["tail_skippable"] == [], b
     assert b["bare_tables"] == [], b
     assert b["wrapped_tables"] == b["table_blocks"], b
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_pages_preload_exactly_the_katex_fonts_their_formulas_use(site, path):
+    """Every KaTeX font a page loads, everything shown and every question open, was preloaded
+    (sitebuild/mathrender.py: fonts_used reads them from KaTeX's classes), and every preloaded
+    font is used, but for the two every page preloads. A font requested when its first formula
+    was laid out arrived after the first paint and made the phone lay out the page again."""
+    fonts = site.report(path)["fonts"]
+    loaded, preloaded = set(fonts["loaded"]), set(fonts["preloaded"])
+    assert loaded - preloaded == set(), fonts
+    assert preloaded - loaded <= {"KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2"}, fonts
 
 @pytest.mark.parametrize("path", SECTION_PAGES)
 def test_section_pages_are_named_by_their_chapter(site, path):

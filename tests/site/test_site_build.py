@@ -198,6 +198,23 @@ def test_bad_formula_fails_the_build_naming_page_and_formula(tiny_builds):
     assert "bad.md" in out and "\\frac{a}{b" in out and "KaTeX" in out
 
 
+def test_pages_preload_the_katex_fonts_their_formulas_select(built_site):
+    """fonts_used reads KaTeX's font classes; the built pages preload what their formulas need
+    (the browser side, fonts loaded = fonts preloaded: test_reader.py)."""
+    from sitebuild.mathrender import fonts_used
+
+    base = ["KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2"]
+    assert fonts_used("<p>no math</p>") == base
+    html = ('<span class="mord mathbb">R</span><span class="mop op-symbol large-op">∑</span>'
+            '<span class="delimsizing size3">(</span><span class="sizing reset-size6 size1">x</span>'
+            '<span class="mord mathnormal">x</span><span class="mord mathbf">W</span>')
+    assert fonts_used(html) == base + ["KaTeX_AMS-Regular.woff2", "KaTeX_Main-Bold.woff2",
+                                       "KaTeX_Size2-Regular.woff2", "KaTeX_Size3-Regular.woff2"]
+    page = (built_site / "chapters/02-architecture/derivation/index.html").read_text(encoding="utf-8")
+    preloaded = re.findall(r'<link rel="preload" href="[^"]*/(KaTeX_[\w-]+\.woff2)" as="font"', page)
+    assert preloaded == fonts_used(page) and len(preloaded) > 2
+
+
 def test_render_page_typesets_labels_notebooks_and_keeps_punctuation_on_the_line():
     """The hook itself, on a hand-written page: arithmatex, a TOC label, a notebook cell, and the
     punctuation after an inline formula or a badge glued to it (no line may start with it)."""
