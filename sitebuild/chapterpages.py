@@ -16,7 +16,10 @@ This hook does two things for every chapter:
   index page gets a small script in its ``<head>``: for an anchor that now lives on another of
   the chapter's pages it replaces the location with that page and the same anchor, before the
   page paints. The map is read from the built pages themselves (every id on every section page
-  that the index page lacks), so it cannot drift from what the build wrote.
+  that the index page lacks), so it cannot drift from what the build wrote. A section page that
+  was itself split says so in its front matter (``split_from: derivation.md``): the page it came
+  from gets the same kind of map, for the ids that moved (``derivation/#masks`` lands on
+  ``derivation-softmax/#masks``).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ CHARSET = '<meta charset="utf-8">'
 
 _nav: list = []  # the nav's pages, in order
 _ids: dict[str, tuple[str, list[str]]] = {}  # src -> (page url, ids in its article)
+_split_from: dict[str, str] = {}  # src of a page split off -> src of the page it came from
 
 REDIRECT_JS = (
     "(function(){{var m={{}},t={targets};for(var u in t)t[u].forEach(function(i){{m[i]=u}});"
@@ -63,6 +67,7 @@ def page_list(src: str) -> str:
 def on_nav(nav, config, files, **kwargs):
     _nav[:] = list(nav.pages)
     _ids.clear()
+    _split_from.clear()
     return nav
 
 
@@ -80,17 +85,21 @@ def on_post_page(output: str, page, config, **kwargs) -> str:
         article = ARTICLE.search(output)
         ids = [html.unescape(i) for i in ID.findall(article.group(0) if article else "")]
         _ids[page.file.src_uri] = (page.url, [i for i in ids if not SKIP.match(i)])
+        if page.meta.get("split_from"):
+            _split_from[page.file.src_uri] = str(Path(page.file.src_uri).parent / page.meta["split_from"])
     return output
 
 
-def redirects(index_src: str) -> dict[str, list[str]]:
-    """{relative URL of a section page: [ids that live there and not on the index page]}."""
+def redirects(index_src: str, sources: list[str] | None = None) -> dict[str, list[str]]:
+    """{relative URL of a section page: [ids that live there and not on the index page]}.
+
+    ``sources``: only these pages (a split page's map names only the pages split off it)."""
     index_url, own = _ids[index_src]
     seen = set(own)
     out: dict[str, list[str]] = {}
     for p in chapter_pages(index_src):
         src = p.file.src_uri
-        if src == index_src or src not in _ids:
+        if src == index_src or src not in _ids or (sources is not None and src not in sources):
             continue
         url, ids = _ids[src]
         new = [i for i in dict.fromkeys(ids) if i not in seen]
@@ -102,13 +111,16 @@ def redirects(index_src: str) -> dict[str, list[str]]:
 
 def on_post_build(config, **kwargs):
     site = Path(config["site_dir"])
-    for src in list(_ids):
-        if not src.endswith("/index.md") or len(chapter_pages(src)) < 2:
-            continue
+    maps = {src: redirects(src) for src in _ids if src.endswith("/index.md") and len(chapter_pages(src)) >= 2}
+    for origin in sorted(set(_split_from.values())):
+        if origin not in _ids:
+            raise RuntimeError(f"chapterpages: split_from names {origin}, which is not a page of the nav")
+        maps[origin] = redirects(origin, [src for src, o in _split_from.items() if o == origin])
+    for src, map_ in maps.items():
         url = _ids[src][0]
         path = site / (url + "index.html" if url.endswith("/") or not url else url)
         text = path.read_text(encoding="utf-8")
-        targets = json.dumps(redirects(src), ensure_ascii=False, separators=(",", ":"))
+        targets = json.dumps(map_, ensure_ascii=False, separators=(",", ":"))
         script = "<script>" + REDIRECT_JS.format(targets=targets.replace("</", "<\\/")) + "</script>"
         # Right after the charset (which must stay in the first 1024 bytes), before any
         # stylesheet: an inline script after a stylesheet link would wait for it to load.

@@ -1,5 +1,6 @@
 """An old link into a one-page chapter (chapters/02-architecture/#kv-cache) still lands on its
-section, now on another page of the chapter; an anchor the first page keeps stays there."""
+section, now on another page of the chapter; an anchor the first page keeps stays there. So does
+an old link into a section page that was split (chapters/03-scaled-dot-product/derivation/#masks)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ OLD_LINKS = [
     ("chapters/01-why-attention/#claim-ch01-c03-1", "chapters/01-why-attention/rnn/#claim-ch01-c03-1"),
     ("chapters/03-scaled-dot-product/#q-3-1", "chapters/03-scaled-dot-product/interview/#q-3-1"),
     ("chapters/01-why-attention/#核心困惑", "chapters/01-why-attention/#核心困惑"),
+    # a section page split in two (split_from: in the second page's front matter)
+    ("chapters/03-scaled-dot-product/derivation/#masks", "chapters/03-scaled-dot-product/derivation-softmax/#masks"),
 ]
 
 

@@ -7,9 +7,11 @@ import html
 import json
 import re
 from collections import Counter
+from pathlib import Path
 
 from sitebuild import claimanchors
 from sitebuild.config import nav_pages
+from tests.support.build import ROOT
 
 ID = re.compile(r'\bid="([^"]+)"')
 MAP = re.compile(r"<script>\(function\(\)\{var m=\{\},t=(\{.*?\});for")
@@ -65,6 +67,28 @@ def test_old_anchors_of_a_chapter_land_on_the_page_that_holds_them(built_site):
             missing = _ids(_html(built_site, url)) - own - set(mapped)
             assert not missing, (url, sorted(missing)[:5])
         assert "q-" + chapter.split("/")[1][:2].lstrip("0") + "-1" in mapped, chapter
+
+
+def test_a_split_section_page_sends_the_anchors_it_lost_on(built_site):
+    """A page with ``split_from:`` in its front matter came off another section page: that page's
+    <head> maps every id that moved to the new page, and nothing else."""
+    splits = []
+    for _, src, url in nav_pages():
+        md = (ROOT / "docs" / src).read_text(encoding="utf-8") if src.endswith(".md") else ""
+        m = re.match(r"---\n(?:.*\n)*?split_from: (\S+)\n(?:.*\n)*?---\n", md)
+        if m:
+            origin = str(Path(src).parent / m[1])
+            origin_url = next(u for _, s_, u in nav_pages() if s_ == origin)
+            splits.append((url, origin_url))
+    assert ("chapters/03-scaled-dot-product/derivation-softmax/", "chapters/03-scaled-dot-product/derivation/") in splits
+    for url, origin_url in splits:
+        origin = _html(built_site, origin_url)
+        m = MAP.search(origin)
+        assert m, f"{origin_url}: no anchor map"
+        targets = json.loads(m[1])
+        moved = _ids(_html(built_site, url)) - _ids(origin)
+        assert list(targets) == ["../" + url.rstrip("/").rsplit("/", 1)[1] + "/"], targets
+        assert set(next(iter(targets.values()))) == moved and len(moved) > 10, (origin_url, moved)
 
 
 def test_badges_are_numbered_across_a_chapters_pages(tmp_path):
