@@ -90,22 +90,23 @@ def on_post_page(output: str, page, config, **kwargs) -> str:
     return output
 
 
-def redirects(index_src: str, sources: list[str] | None = None) -> dict[str, list[str]]:
-    """{relative URL of a section page: [ids that live there and not on the index page]}.
+def redirects(page_src: str, sources: list[str] | None = None) -> dict[str, list[str]]:
+    """{relative URL of another page of the chapter: [ids that live there and not on page_src]}.
 
-    ``sources``: only these pages (a split page's map names only the pages split off it)."""
-    index_url, own = _ids[index_src]
+    For a chapter's first page, every other page; ``sources``: only these (the page that was
+    split gets a map of the pages split off it)."""
+    page_url, own = _ids[page_src]
     seen = set(own)
     out: dict[str, list[str]] = {}
-    for p in chapter_pages(index_src):
+    for p in chapter_pages(page_src):
         src = p.file.src_uri
-        if src == index_src or src not in _ids or (sources is not None and src not in sources):
+        if src == page_src or src not in _ids or (sources is not None and src not in sources):
             continue
         url, ids = _ids[src]
         new = [i for i in dict.fromkeys(ids) if i not in seen]
         seen.update(new)
         if new:
-            out[get_relative_url(url, index_url)] = new
+            out[get_relative_url(url, page_url)] = new
     return out
 
 

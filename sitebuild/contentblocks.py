@@ -10,8 +10,8 @@ changes but a table's:
   reach over the footer). The rule was ``:nth-last-child(-n+4)`` in extra.css, but while the
   parser is still appending blocks every new block is one of the last four, so each was styled
   and laid out on arrival and skipped at the next frame, and each append restyled all the
-  blocks before it: on a phone about 0.1 s of main thread per load (``make audit``, ch01 lstm
-  and two 推导 pages, 9 of 9 loads). Counted here, the rule is ``:nth-child(n+K)``.
+  blocks before it: on a phone about 0.1 s of main thread per load (``sitebuild.fieldperf``,
+  both rules side by side on ch01 lstm and two 推导 pages: 9 of 9 loads faster). Counted here, the rule is ``:nth-child(n+K)``.
 * **The blocks a phone opens on are rendered from the first frame** (skipped there and shown a
   frame later, a formula moved the page: layout shift 0.26–0.44). How many is estimated from
   the HTML: a lower bound of each block's height on a phone (:func:`phone_height`), counting

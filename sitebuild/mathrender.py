@@ -45,7 +45,8 @@ CACHE_DIR = ROOT / ".cache" / "katex"  # .cache/ is git-ignored
 # is every other font the page's formulas use (fonts_used). Requested only when a formula that
 # needs it is laid out, a font arrived after the first paint, and its arrival made the browser
 # style and lay out again everything drawn so far: 0.1-0.25 s of a phone's main thread on the
-# formula-heavy pages (make audit, ch01 lstm and ch04 推导, 3 loads each).
+# formula-heavy pages (sitebuild.fieldperf, with and without the preloads side by side, ch01 lstm
+# and ch04 推导, 3 loads each).
 PRELOAD_FONTS = ("KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2")
 # The classes of KaTeX's HTML that select another of its fonts (katex.min.css's font-family rules).
 FONT_OF_CLASS = {
