@@ -30,6 +30,24 @@ SCHEMES = ("light", "dark")
 # --------------------------------------------------------------------------------------
 
 
+def evaluate_within(page, js: str, arg=None, seconds: float = 120):
+    """``page.evaluate(js, arg)`` for an async check, failing after ``seconds``.
+
+    Playwright waits for an evaluated promise without a limit: one that never settles (a frame
+    that is never drawn, an image that never decodes, a worker that never answers) would keep
+    its worker, and every worker waiting on that one's page visit, idle until CI gives up.
+    """
+    bounded = f"""async ([arg, ms]) => {{
+      const run = ({js});
+      let timer;
+      const limit = new Promise((_, fail) => {{
+        timer = setTimeout(() => fail(new Error('no result within ' + ms + ' ms')), ms);
+      }});
+      try {{ return await Promise.race([run(arg), limit]); }} finally {{ clearTimeout(timer); }}
+    }}"""
+    return page.evaluate(bounded, [arg, int(seconds * 1000)])
+
+
 def page_id(url: str) -> str:
     """A short test id for a site-relative URL: '' -> 'home', 'chapters/01-x/' -> '01-x',
     'chapters/01-x/rnn/' -> '01-x-rnn' (sitebuild.config.page_name)."""
@@ -153,7 +171,7 @@ def mount_code_blocks(page) -> None:
     """Open the answers and tabs that hold code (as a reader would to see it), then bring
     every block into view once, so that Material mounts it."""
     page.eval_on_selector_all(".md-content pre > code", f"els => els.forEach({REVEAL_JS})")
-    page.evaluate(MOUNT_CODE_JS)
+    evaluate_within(page, MOUNT_CODE_JS)
 
 
 # Text nodes under these are not prose: code, rendered math, scripts, the search UI.
@@ -379,7 +397,8 @@ def run_axe(page, rules: list[str] | None = None) -> list[dict]:
     options = {"resultTypes": ["violations"]}
     if rules:
         options["runOnly"] = {"type": "rule", "values": rules}
-    result = page.evaluate(
+    result = evaluate_within(
+        page,
         """async (options) => {
           const r = await axe.run(document, options);
           return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
@@ -614,7 +633,7 @@ class Site:
             light = {
                 "math": {k: v for k, v in math.items() if k != "prose"},
                 "raw_tex": raw_tex(math["prose"]),
-                "images": page.evaluate(IMAGES_JS),
+                "images": evaluate_within(page, IMAGES_JS),
                 "anchors": page.evaluate(ANCHORS_JS),
                 "names": page.evaluate(NAMES_JS),
                 "first_screen": first_screen,
@@ -636,7 +655,7 @@ class Site:
             set_width(page, MOBILE)
             light["layout"]["mobile"] = layout(page)
             light["typesetting"]["mobile"] = typesetting(page)
-            light["fonts"] = page.evaluate(FONTS_JS)  # last: it opens every question
+            light["fonts"] = evaluate_within(page, FONTS_JS)  # last: it opens every question
             # After axe, the clicks and the palette switch, so that they are checked too.
             shared = {
                 "path": path,
@@ -702,7 +721,7 @@ SEARCH_WORKER_JS = """async (queries) => {
 def search_with_worker(page, queries: list[str]) -> dict[str, list[list[dict]]]:
     """For each query, the result groups (one per page, best first): lists of items with the
     location, and for the first three pages the title and (highlighted) text a reader sees."""
-    return page.evaluate(SEARCH_WORKER_JS, queries)
+    return evaluate_within(page, SEARCH_WORKER_JS, queries)
 
 
 def type_search(page, query: str) -> list[str]:

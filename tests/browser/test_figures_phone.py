@@ -21,7 +21,7 @@ import pytest
 
 from sitebuild.figures import OUT_DIR as GENERATED
 from sitebuild.render.style import MIN_TEXT_PX
-from tests.browser.helpers import CHAPTER_URLS, DESKTOP, MOBILE, new_context, page_id
+from tests.browser.helpers import CHAPTER_URLS, DESKTOP, MOBILE, evaluate_within, new_context, page_id
 
 VIEWPORTS = (MOBILE, DESKTOP)  # the first is the one the page is loaded at
 SHOW_FIGURES_CSS = ".md-content__inner > figure { content-visibility: visible !important; }"
@@ -90,7 +90,7 @@ def measured(chromium_browser, site_url) -> dict:
             page.add_style_tag(content=SHOW_FIGURES_CSS)
             for viewport in VIEWPORTS:
                 page.set_viewport_size(viewport)
-                out[(path, viewport["width"])] = page.evaluate(FIGURE_TEXT_JS)
+                out[(path, viewport["width"])] = evaluate_within(page, FIGURE_TEXT_JS)
             out[(path, "slanted")] = page.evaluate(CAPTIONS_JS)
     finally:
         ctx.close()

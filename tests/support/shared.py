@@ -26,17 +26,21 @@ def shared_dir(tmp_path_factory, worker_id: str) -> Path:
     return base.parent if worker_id != "master" else base
 
 
-def once(folder: Path, name: str, make: Callable[[], dict]) -> dict:
+def once(folder: Path, name: str, make: Callable[[], dict], timeout: float = 600) -> dict:
     """``make()``'s result, computed by the first caller in this run and read back by the rest.
 
-    A caller that finds the step running waits for it instead of repeating it. If ``make``
-    raises, nothing is recorded and the next caller tries again.
+    A caller that finds the step running waits for it (at most ``timeout`` seconds, so that a
+    step stuck in another worker fails this test rather than the whole run's time limit) instead
+    of repeating it. If ``make`` raises, nothing is recorded and the next caller tries again.
     """
     key = _key(name)
     record = folder / f"once-{key}.json"
-    with FileLock(str(folder / f"once-{key}.lock")):
-        if not record.is_file():
-            record.write_text(json.dumps(make(), ensure_ascii=False), encoding="utf-8")
+    try:
+        with FileLock(str(folder / f"once-{key}.lock"), timeout=timeout):
+            if not record.is_file():
+                record.write_text(json.dumps(make(), ensure_ascii=False), encoding="utf-8")
+    except Timeout:
+        raise TimeoutError(f"step {name!r}: another worker has held it for over {timeout:.0f} s") from None
     return json.loads(record.read_text(encoding="utf-8"))
 
 
