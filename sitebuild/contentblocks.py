@@ -3,15 +3,18 @@ for ``content-visibility`` while the page is still arriving.
 
 docs/assets/extra.css skips the layout of the article's blocks while they are off screen. What
 the browser cannot work out cheaply about those blocks is settled here, from the built HTML; the
-page gets two rules of its own in ``<head>`` (``<style id="cv-blocks">``), and no block's markup
+page gets a rule of its own in ``<head>`` (``<style id="cv-blocks">``), and no block's markup
 changes but a table's:
 
-* **Its last four blocks are always rendered** (a skipped block taller than its estimate would
-  reach over the footer). The rule was ``:nth-last-child(-n+4)`` in extra.css, but while the
-  parser is still appending blocks every new block is one of the last four, so each was styled
-  and laid out on arrival and skipped at the next frame, and each append restyled all the
-  blocks before it: on a phone about 0.1 s of main thread per load (``sitebuild.fieldperf``,
-  both rules side by side on ch01 lstm and two 推导 pages: 9 of 9 loads faster). Counted here, the rule is ``:nth-child(n+K)``.
+* **No block is rendered for being last.** The last four were, so that a checker reading
+  colours without scrolling (Lighthouse's axe) would not see a skipped block's text over the
+  footer: asked for the geometry of an element inside a skipped block, Chromium lays the block
+  out as it would be, taller than its placeholder, and at the end of the page that reaches into
+  the footer (accessibility 96-97 on three pages with one block). extra.css now stacks the
+  footer above the article instead, and those blocks cost nothing until a reader comes near:
+  about 0.1 s less main thread on the pages that end on formulas or code (the field harness,
+  both side by side). The rule was first ``:nth-last-child(-n+4)``, which matched every block as
+  the parser appended it: keep rules here forward ``:nth-child()`` only.
 * **The blocks a phone opens on are rendered from the first frame** (skipped there and shown a
   frame later, a formula moved the page: layout shift 0.26–0.44). How many is estimated from
   the HTML: a lower bound of each block's height on a phone (:func:`phone_height`), counting
@@ -34,8 +37,7 @@ import re
 
 from mkdocs.exceptions import PluginError
 
-TAIL = 4  # how many of the article's last blocks are always rendered
-STYLE_ID = "cv-blocks"  # the page's own rules, in its <head>
+STYLE_ID = "cv-blocks"  # the page's own rule, in its <head>
 # The phone the estimate is for: the tallest common screen (430 × 932), with the widest text
 # column, so that it gives the fewest lines. px at Material's 16 px body text.
 FOLD = 932
@@ -100,16 +102,15 @@ def lead_count(html: str, blocks: list[tuple[int, int, str]]) -> int:
     return count
 
 
-def style(lead: int, count: int) -> str:
-    """The page's rules: its first ``lead`` blocks and its last ``TAIL`` are always rendered.
-    Forward ``:nth-child()`` only: appending a block changes what neither rule matches."""
-    return (f'<style id="{STYLE_ID}">.md-content__inner > :nth-child(-n+{lead}),'
-            f".md-content__inner > :nth-child(n+{max(count - TAIL + 1, 1)}){{content-visibility:visible}}</style>")
+def style(lead: int) -> str:
+    """The page's rule: its first ``lead`` blocks are always rendered. A forward ``:nth-child()``:
+    appending a block does not change what it matches."""
+    return f'<style id="{STYLE_ID}">.md-content__inner > :nth-child(-n+{lead}){{content-visibility:visible}}</style>'
 
 
 def prepare(html: str) -> str:
-    """The page with its article's tables wrapped and, in its ``<head>``, the rules that render
-    its first screen on a phone and its last ``TAIL`` blocks."""
+    """The page with its article's tables wrapped and, in its ``<head>``, the rule that renders
+    its first screen on a phone."""
     m = ARTICLE_OPEN.search(html)
     if m is None:
         return html
@@ -122,7 +123,7 @@ def prepare(html: str) -> str:
             out += [html[pos:begin], f'<div class="{TABLE_CLASS}">', html[begin:end], "</div>"]
             pos = end
     out.append(html[pos:])
-    rules = style(lead_count(html, blocks), len(blocks))
+    rules = style(lead_count(html, blocks))
     return "".join(out).replace("</head>", rules + "</head>", 1)
 
 

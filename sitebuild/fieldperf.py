@@ -118,5 +118,6 @@ def measure(browser, url: str) -> dict:
         "tbt": sum(max(0.0, d - 50) for _, d in after_fcp),
         "longest_task": max((d for _, d in after_fcp), default=0.0),
         "long_tasks": len(after_fcp),
+        "tasks": [(round(s), round(d)) for s, d in after_fcp],  # (start, duration) ms, for results.json
         "math": perf["mathAtDcl"],
     }

@@ -301,13 +301,11 @@ FIRST_SCREEN_JS = """() => {
 
 
 # The article's blocks as sitebuild/contentblocks.py prepared them, after Material has started:
-# whether the last four render, whether the page has its own rules, and where the tables sit.
+# whether the page has its own rule, and where the tables sit.
 BLOCKS_JS = """() => {
   const blocks = [...document.querySelector('.md-content__inner').children];
   return {count: blocks.length,
           rules: document.querySelectorAll('head > style#cv-blocks').length,
-          tail_skippable: blocks.slice(-4).filter(el => getComputedStyle(el).contentVisibility !== 'visible')
-                                .map(el => el.tagName + '.' + el.className),
           bare_tables: blocks.filter(el => el.matches('table, .md-typeset__scrollwrap')).map(el => el.outerHTML.slice(0, 80)),
           table_blocks: blocks.filter(el => el.matches('.table-block')).length,
           wrapped_tables: document.querySelectorAll(
@@ -624,6 +622,7 @@ class Site:
             first_screen = {"desktop": page.evaluate(FIRST_SCREEN_JS)}
             set_width(page, MOBILE)  # a phone shows fewer blocks first, and fewer are rendered up front
             first_screen["mobile"] = page.evaluate(FIRST_SCREEN_JS)
+            at_load = run_axe(page, AXE_COLOUR_RULES)  # as Lighthouse reads it: most blocks still skipped
             set_width(page, DESKTOP)
             blocks = page.evaluate(BLOCKS_JS)
             show_everything(page)  # axe's colour checks, the images and the layout need painted blocks
@@ -639,6 +638,7 @@ class Site:
                 "first_screen": first_screen,
                 "blocks": blocks,
                 "axe": run_axe(page),
+                "axe_at_load": at_load,
                 "code": code,
                 "layout": {"desktop": layout(page)},
                 "typesetting": {"desktop": typesetting(page)},

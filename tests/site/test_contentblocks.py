@@ -1,7 +1,7 @@
 """sitebuild/contentblocks.py: the article's blocks found in the HTML, tables wrapped, the page's rules.
 
 The browser side (the same blocks as Chromium's DOM, on every page) is
-tests/browser/test_reader.py::test_last_blocks_are_marked_and_tables_wrapped_at_build_time.
+tests/browser/test_reader.py::test_tables_are_wrapped_at_build_time.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ def page(body: str) -> str:
     return f"<html><head></head><body><main>{OPEN}{body}</article><footer><p>f</p></footer></main></body></html>"
 
 
-def rules(html: str) -> tuple[int, int]:
-    """(first blocks rendered, first of the last blocks rendered) from the page's <style>."""
-    m = re.search(r'<style id="cv-blocks">\.md-content__inner > :nth-child\(-n\+(\d+)\),'
-                  r"\.md-content__inner > :nth-child\(n\+(\d+)\)\{content-visibility:visible\}</style></head>", html)
+def rules(html: str) -> int:
+    """How many first blocks the page's <style> renders."""
+    m = re.search(r'<style id="cv-blocks">\.md-content__inner > :nth-child\(-n\+(\d+)\)'
+                  r"\{content-visibility:visible\}</style></head>", html)
     assert m, html[:300]
-    return int(m[1]), int(m[2])
+    return int(m[1])
 
 
 def article(html: str) -> str:
@@ -52,7 +52,7 @@ def test_blocks_are_the_articles_element_children():
     assert html[blocks[1][0]:blocks[1][1]].endswith("<br></span></p>")
 
 
-def test_tables_of_the_article_are_wrapped_and_the_last_four_blocks_counted():
+def test_tables_of_the_article_are_wrapped_and_the_first_screen_counted():
     html = prepare(page(BODY))
     out = article(html)
     assert out.count('<div class="table-block"><table>') == 1  # the admonition's table stays where it is
@@ -60,7 +60,7 @@ def test_tables_of_the_article_are_wrapped_and_the_last_four_blocks_counted():
     assert "<table" in out and "<table class" not in out  # Material styles and wraps table:not([class])
     table = "<table><tr><td>1</td></tr></table>"
     assert out.replace(f'<div class="table-block">{table}</div>', table) == BODY  # nothing else changed
-    assert rules(html) == (8, 5)  # 8 blocks, all above the fold; the last four are the 5th to the 8th
+    assert rules(html) == 8  # 8 blocks, all above the fold
 
 
 def test_a_page_without_the_article_is_left_alone():
@@ -96,4 +96,4 @@ def test_height_estimates_are_lower_bounds_of_what_a_phone_shows():
 def test_the_blocks_above_the_fold_are_rendered_first_and_no_more():
     body = "<h1>标题</h1>" + formula(46) + "<p>在折线下面</p>" * 6
     assert HEADER + 40 * 1.3 + 20 < FOLD < HEADER + 46 * 19.36  # the formula starts above the fold and ends below
-    assert rules(prepare(page(body))) == (2, 5)
+    assert rules(prepare(page(body))) == 2
