@@ -117,6 +117,10 @@ def ms(value: float | None) -> str:
     return "–" if value is None else f"{value / 1000:.1f} s" if value >= 1000 else f"{value:.0f} ms"
 
 
+def index(value: float | None) -> str:
+    return "–" if value is None else f"{value:.0f}"
+
+
 def mark(ok: bool) -> str:
     return "" if ok else " ✗"
 
@@ -168,7 +172,7 @@ def summary(results: dict[str, dict], runs: int, variants: list[str], version: s
             lines.append(
                 f"| `{url or '/'}` | {perf:.0f}{mark(perf >= BUDGET['performance'])} | {a11y:.0f}{mark(a11y >= BUDGET['accessibility'])}"
                 f" | {ms(median(rows, 'fcp'))} | {ms(median(rows, 'lcp'))} | {ms(median(rows, 'tbt'))}"
-                f" | {median(rows, 'benchmark') or 0:.0f}"
+                f" | {index(median(rows, 'benchmark'))}"
                 f" | {', '.join(f'`{a}`' for a in failed) or '–'}{' (errors: ' + ', '.join(errors) + ')' if errors else ''} |"
             )
     return "\n".join(lines) + "\n"

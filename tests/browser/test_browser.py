@@ -14,6 +14,7 @@ from tests.browser.helpers import (
     NAV,
     NAV_URLS,
     Recorder,
+    evaluate_within,
     new_context,
     page_id,
     sitemap_urls,
@@ -21,6 +22,19 @@ from tests.browser.helpers import (
 )
 
 PAGES = [pytest.param(url, id=page_id(url)) for url in NAV_URLS]
+
+
+def test_an_async_check_that_never_settles_fails_instead_of_hanging(chromium_browser):
+    """evaluate_within (every async page check of this suite) returns a settled result and fails a
+    promise that never settles: Playwright alone would wait for it for ever."""
+    ctx = new_context(chromium_browser)
+    try:
+        page = ctx.new_page()
+        assert evaluate_within(page, "async (n) => n + 1", 41, seconds=5) == 42
+        with pytest.raises(Exception, match="no result within 300 ms"):
+            evaluate_within(page, "() => new Promise(() => {})", seconds=0.3)
+    finally:
+        ctx.close()
 
 
 def test_every_nav_page_is_in_the_sitemap(built_site, site_url):

@@ -31,3 +31,14 @@ def test_a_step_that_dies_without_a_record_fails_fast(tmp_path):
             shared.result(tmp_path, "never", timeout=60)
     finally:
         shared.reap()
+
+
+def test_a_caller_waits_a_bounded_time_for_a_step_another_worker_holds(tmp_path):
+    """A step stuck in another worker (its lock held) fails the waiting test instead of hanging the run."""
+    from filelock import FileLock
+
+    held = FileLock(str(tmp_path / "once-stuck.lock"))  # another open file: flock conflicts as across workers
+    with held:
+        with pytest.raises(TimeoutError, match="'stuck': another worker has held it"):
+            shared.once(tmp_path, "stuck", lambda: {"n": 1}, timeout=0.2)
+    assert shared.once(tmp_path, "stuck", lambda: {"n": 2}, timeout=0.2) == {"n": 2}  # free again: it runs

@@ -35,12 +35,16 @@ def once(folder: Path, name: str, make: Callable[[], dict], timeout: float = 600
     """
     key = _key(name)
     record = folder / f"once-{key}.json"
+    lock = FileLock(str(folder / f"once-{key}.lock"), timeout=timeout)
     try:
-        with FileLock(str(folder / f"once-{key}.lock"), timeout=timeout):
-            if not record.is_file():
-                record.write_text(json.dumps(make(), ensure_ascii=False), encoding="utf-8")
+        lock.acquire()
     except Timeout:
         raise TimeoutError(f"step {name!r}: another worker has held it for over {timeout:.0f} s") from None
+    try:
+        if not record.is_file():
+            record.write_text(json.dumps(make(), ensure_ascii=False), encoding="utf-8")
+    finally:
+        lock.release()
     return json.loads(record.read_text(encoding="utf-8"))
 
 
