@@ -23,6 +23,15 @@ changes but a table's:
   test_pages_open_with_their_first_blocks_rendered checks at 390 × 844 that no block of the
   first screen waits a frame. A fixed count (the first 11) laid out formulas two screens down on
   the pages that open on a table or a tall formula.
+* **The first paint waits for the first screen** (``<link rel="expect" blocking="render">`` to
+  the last block a 390 × 844 phone opens on, by the same estimate). Chromium otherwise paints as
+  soon as the parser has passed the header and then lays the article out a few blocks a frame,
+  each frame a task of 120-300 ms on the slowed phone, all of them after the first paint: the
+  field harness's total blocking time on formula-heavy pages was mostly that. The first paint
+  comes later and holds the whole first screen, formulas included; the largest paint stays
+  where it was (numbers: the README's "Phone speed"). Not past ``PAINT_CHARS`` of the article:
+  a notebook page, one block of 800 KB, paints as before. Chromium 124 and later honour the
+  link; other browsers ignore it.
 * **Tables are wrapped** in ``div.table-block``. Material moves every ``table:not([class])``
   into a scroll wrapper when it starts; done directly under the article, that change of the
   article's children restyled every block after the table (the ``:nth-child`` rules), about
@@ -46,6 +55,9 @@ LINE = 25.6  # body line height (1.6)
 CHARS_PER_LINE = 26  # CJK characters on a line of the widest phone column (398 px / 16 px = 24.9)
 GAP = 12  # between blocks (their margins are 16 px or more)
 EM = 19.36  # KaTeX's 1.21em of 16 px: its struts' heights are in these
+PAINT_FOLD = 844  # the first paint holds the blocks a 390 × 844 phone opens on ...
+PAINT_CHARS = 100_000  # ... that end within this many characters of the article (parsed before it)
+PAINT_ID = "first-screen-end"  # the id the last of them gets, unless it has one
 TABLE_CLASS = "table-block"
 ARTICLE_OPEN = re.compile(r'<article class="md-content__inner md-typeset">')
 TAG = re.compile(r"<!--.*?-->|<(/?)([a-zA-Z][a-zA-Z0-9-]*)\b[^>]*?(/?)>", re.S)
@@ -91,11 +103,11 @@ def top_level_blocks(html: str, start: int) -> tuple[list[tuple[int, int, str]],
         depth += 1
 
 
-def lead_count(html: str, blocks: list[tuple[int, int, str]]) -> int:
+def lead_count(html: str, blocks: list[tuple[int, int, str]], fold: int = FOLD) -> int:
     """How many of the first blocks a phone may show on its first screen (see FOLD)."""
     top, count = HEADER, 0
     for begin, end, tag in blocks:
-        if top >= FOLD:
+        if top >= fold:
             break
         count += 1
         top += phone_height(tag, html[begin:end]) + GAP
@@ -110,21 +122,54 @@ def style(lead: int) -> str:
 
 def prepare(html: str) -> str:
     """The page with its article's tables wrapped and, in its ``<head>``, the rule that renders
-    its first screen on a phone."""
+    its first screen on a phone and the link that holds the first paint until that screen is parsed."""
     m = ARTICLE_OPEN.search(html)
     if m is None:
         return html
     blocks, close = top_level_blocks(html, m.end())
     if not html.startswith("</article>", close):
         raise ValueError(f"the article's blocks end at offset {close}, not at </article>")
+    painted = paint_count(html, blocks, m.end())
+    head = style(lead_count(html, blocks))
     out, pos = [], 0
-    for begin, end, tag in blocks:
+    for i, (begin, end, tag) in enumerate(blocks):
+        target = i == painted - 1
         if tag == "table":  # the wrapper is the block now; the table keeps no class
-            out += [html[pos:begin], f'<div class="{TABLE_CLASS}">', html[begin:end], "</div>"]
+            wrapper = f'<div class="{TABLE_CLASS}"' + (f' id="{PAINT_ID}"' if target else "") + ">"
+            out += [html[pos:begin], wrapper, html[begin:end], "</div>"]
             pos = end
+            name = PAINT_ID
+        elif target:
+            start, name = with_id(html[begin:html.index(">", begin) + 1], tag)
+            out += [html[pos:begin], start]
+            pos = html.index(">", begin) + 1
+        if target:
+            head += f'<link rel="expect" href="#{name}" blocking="render">'
     out.append(html[pos:])
-    rules = style(lead_count(html, blocks))
-    return "".join(out).replace("</head>", rules + "</head>", 1)
+    return "".join(out).replace("</head>", head + "</head>", 1)
+
+
+def paint_count(html: str, blocks: list[tuple[int, int, str]], article_start: int) -> int:
+    """How many first blocks the first paint waits for: those a 390 × 844 phone opens on (the
+    estimate of :func:`lead_count`), as long as they end within ``PAINT_CHARS`` of the article;
+    none if the last of them is a script or an empty element (nothing to wait for)."""
+    count = lead_count(html, blocks, PAINT_FOLD)
+    while count and blocks[count - 1][1] - article_start > PAINT_CHARS:
+        count -= 1
+    if count and (blocks[count - 1][2] in RAW or blocks[count - 1][2] in VOID):
+        return 0
+    return count
+
+
+OWN_ID = re.compile(r"""\sid=["']?([^"'\s>]+)""")
+
+
+def with_id(start_tag: str, tag: str) -> tuple[str, str]:
+    """A block's start tag with an id, and the id: its own (a heading's), else PAINT_ID."""
+    own = OWN_ID.search(start_tag)
+    if own:
+        return start_tag, own[1]
+    return f'<{tag} id="{PAINT_ID}"' + start_tag[len(tag) + 1:], PAINT_ID
 
 
 MATHML = re.compile(r'<span class="katex-mathml">.*?</math></span>', re.S)

@@ -300,6 +300,20 @@ FIRST_SCREEN_JS = """() => {
 }"""
 
 
+# Installed before the page's own scripts: what the first frame had parsed. Chromium runs
+# animation-frame callbacks only once rendering is no longer blocked, so this is the first paint's DOM.
+FIRST_FRAME_JS = """(() => {
+  requestAnimationFrame(() => {
+    const link = document.querySelector('head > link[rel=expect][blocking~=render]');
+    const id = link ? decodeURIComponent(link.getAttribute('href').slice(1)) : null;
+    const target = id && document.getElementById(id);
+    const article = document.querySelector('.md-content__inner');
+    window.__firstFrame = {target: id, parsed: !!target, blocks: article ? article.children.length : 0,
+                           target_index: target && article ? [...article.children].indexOf(target) : null,
+                           parsing: document.readyState === 'loading'};
+  });
+})();"""
+
 # The article's blocks as sitebuild/contentblocks.py prepared them, after Material has started:
 # whether the page has its own rule, and where the tables sit.
 BLOCKS_JS = """() => {
@@ -614,10 +628,12 @@ class Site:
         origin = "{0.scheme}://{0.netloc}".format(urlparse(self.base_url))
         ctx.grant_permissions(["clipboard-read", "clipboard-write"], origin=origin)
         page = ctx.new_page()
+        page.add_init_script(FIRST_FRAME_JS)
         rec = Recorder(page)
         try:
             page.goto(self.url(path), wait_until="load")
             wait_for_page(page)
+            first_frame = page.evaluate("window.__firstFrame || null")
             math = page.evaluate(MATH_JS, _NOT_PROSE)
             first_screen = {"desktop": page.evaluate(FIRST_SCREEN_JS)}
             set_width(page, MOBILE)  # a phone shows fewer blocks first, and fewer are rendered up front
@@ -636,6 +652,7 @@ class Site:
                 "anchors": page.evaluate(ANCHORS_JS),
                 "names": page.evaluate(NAMES_JS),
                 "first_screen": first_screen,
+                "first_frame": first_frame,
                 "blocks": blocks,
                 "axe": run_axe(page),
                 "axe_at_load": at_load,

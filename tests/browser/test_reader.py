@@ -212,6 +212,21 @@ def test_pages_open_with_their_first_blocks_rendered(site, path):
 
 
 @pytest.mark.parametrize("path", PAGES)
+def test_the_first_paint_shows_the_first_screen_whole(site, path):
+    """The first paint waits until the blocks a phone opens on are parsed (sitebuild/contentblocks.py:
+    <link rel="expect" blocking="render">), rather than showing the header and laying the article
+    out a few blocks a frame, each frame a long task on a phone. A notebook page, one block too
+    long to wait for, paints as before."""
+    first = site.report(path)["first_frame"]
+    assert first is not None, "no animation frame ran before the page was ready"
+    if path in NOTEBOOK_URLS:
+        assert first["target"] is None, first
+        return
+    assert first["target"] and first["parsed"], first
+    assert first["target_index"] is not None and first["blocks"] > first["target_index"] >= 0, first
+
+
+@pytest.mark.parametrize("path", PAGES)
 def test_tables_are_wrapped_at_build_time(site, path):
     """sitebuild/contentblocks.py counted the article's blocks as the browser does: the page has its
     rule (<style id="cv-blocks">), and every table of the article sits in a div.table-block, with
