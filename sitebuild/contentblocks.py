@@ -29,7 +29,7 @@ changes but a table's:
   each frame a task of 120-300 ms on the slowed phone, all of them after the first paint: the
   field harness's total blocking time on formula-heavy pages was mostly that. The first paint
   comes later and holds the whole first screen, formulas included; the largest paint stays
-  where it was (numbers: the README's "Phone speed"). Not past ``PAINT_CHARS`` of the article:
+  about where it was (numbers in the README). Not past ``PAINT_CHARS`` of the article:
   a notebook page, one block of 800 KB, paints as before. Chromium 124 and later honour the
   link; other browsers ignore it.
 * **Tables are wrapped** in ``div.table-block``. Material moves every ``table:not([class])``
