@@ -26,7 +26,7 @@ changes but a table's:
 * **The first paint waits for the first screen** (``<link rel="expect" blocking="render">`` to
   the last block a 390 × 844 phone opens on, by the same estimate). Chromium otherwise paints as
   soon as the parser has passed the header and then lays the article out a few blocks a frame,
-  each frame a task of 120-300 ms on the slowed phone, all of them after the first paint: the
+  each frame a task of 120-400 ms on the slowed phone, all of them after the first paint: the
   field harness's total blocking time on formula-heavy pages was mostly that. The first paint
   comes later and holds the whole first screen, formulas included; the largest paint stays
   about where it was (numbers in the README). Not past ``PAINT_CHARS`` of the article:
@@ -135,14 +135,14 @@ def prepare(html: str) -> str:
     for i, (begin, end, tag) in enumerate(blocks):
         target = i == painted - 1
         if tag == "table":  # the wrapper is the block now; the table keeps no class
-            wrapper = f'<div class="{TABLE_CLASS}"' + (f' id="{PAINT_ID}"' if target else "") + ">"
-            out += [html[pos:begin], wrapper, html[begin:end], "</div>"]
-            pos = end
-            name = PAINT_ID
+            own = f' id="{PAINT_ID}"' if target else ""
+            out += [html[pos:begin], f'<div class="{TABLE_CLASS}"{own}>', html[begin:end], "</div>"]
+            pos, name = end, PAINT_ID
         elif target:
-            start, name = with_id(html[begin:html.index(">", begin) + 1], tag)
+            tag_end = html.index(">", begin) + 1
+            start, name = with_id(html[begin:tag_end], tag)
             out += [html[pos:begin], start]
-            pos = html.index(">", begin) + 1
+            pos = tag_end
         if target:
             head += f'<link rel="expect" href="#{name}" blocking="render">'
     out.append(html[pos:])

@@ -309,8 +309,7 @@ FIRST_FRAME_JS = """(() => {
     const target = id && document.getElementById(id);
     const article = document.querySelector('.md-content__inner');
     window.__firstFrame = {target: id, parsed: !!target, blocks: article ? article.children.length : 0,
-                           target_index: target && article ? [...article.children].indexOf(target) : null,
-                           parsing: document.readyState === 'loading'};
+                           target_index: target && article ? [...article.children].indexOf(target) : null};
   });
 })();"""
 
