@@ -43,7 +43,7 @@ $(NODE_STAMP): package.json package-lock.json
 # KaTeX's stylesheet and its woff2 fonts are served from the site itself (every browser
 # that runs the site reads woff2); the stylesheet's .woff/.ttf sources, which are not
 # shipped, are cut from its @font-face rules. No KaTeX script: math is typeset at build
-# time (sitebuild/mathrender.py, with node_modules/katex).
+# time (sitebuild/hooks/mathrender.py, with node_modules/katex).
 $(KATEX_STAMP): $(NODE_STAMP) Makefile
 	rm -rf $(KATEX_DIR)
 	mkdir -p $(KATEX_DIR)/fonts
@@ -53,9 +53,9 @@ $(KATEX_STAMP): $(NODE_STAMP) Makefile
 	touch $@
 
 # results/*.json -> docs/generated/ (figures, measured tables, the claims page). The figures are
-# rendered again only when an input changed (sitebuild/figures.py: --force renders anyway).
+# rendered again only when an input changed (sitebuild/generate/figures.py: --force renders anyway).
 figures: $(VENV_STAMP)
-	$(PY) -m sitebuild.figures
+	$(PY) -m sitebuild.generate.figures
 
 build: setup figures
 	$(VENV)/bin/mkdocs build --strict
@@ -91,21 +91,21 @@ clean:
 # The offline edition: site-offline/ (open index.html from disk, search included) and
 # dist/site-offline.zip. Built from mkdocs-offline.yml (Material's offline plugin).
 offline: setup figures
-	$(PY) -m sitebuild.offline
+	$(PY) -m sitebuild.editions.offline
 
 # Full-page pictures of every page at 390 and 1280 px, light and dark (test-output/screenshots/),
 # to look at before calling a page done. PAGES="01-why-attention home" takes only those.
 screenshots: setup figures
-	$(PY) -m sitebuild.screenshots $(PAGES)
+	$(PY) -m tools.screenshots $(PAGES)
 
 # The PDF edition: dist/transformer-paper-reading.pdf, printed from a fresh strict build by
 # Chromium (A4, page numbers, bookmarks). Needs a Chinese TrueType font (fonts-wqy-microhei).
 pdf: setup figures
-	$(PY) -m sitebuild.pdf
+	$(PY) -m sitebuild.editions.pdf
 
 # The interview deck: dist/deck.tsv, one row per question, importable into Anki.
 deck: setup
-	$(PY) -m sitebuild.deck
+	$(PY) -m sitebuild.editions.deck
 
 # Phone performance of every chapter page, the question bank and the home page, from a fresh
 # build served with gzip: a tracing-free field harness (4x CPU, slow 4G, 412 px) beside
@@ -113,4 +113,4 @@ deck: setup
 # of RUNS=3, and a traced breakdown of the first chapter: lighthouse/summary.md.
 # A benchmark on this machine, not a test. PAGES="06-embeddings-tokens" RUNS=1 for a quick look.
 audit: setup figures
-	$(PY) -m sitebuild.audit
+	$(PY) -m tools.audit

@@ -1,15 +1,14 @@
-"""The machinery that builds the site, apart from what readers copy (``snippets/``) and from the tests.
+"""Everything that builds the site, apart from what readers copy (``snippets/``), the tests and the tools.
 
-- :mod:`sitebuild.figures`  ``results/*.json`` → ``docs/generated/`` (every renderer in :mod:`sitebuild.render`)
-- :mod:`sitebuild.claims`   the claims page: ``@pytest.mark.claim`` markers in ``tests/`` (read as text) → ``docs/generated/verification-table.md``
-- :mod:`sitebuild.config`   the effective ``mkdocs.yml`` (``mkdocs.config.load_config``) and its nav
-- :mod:`sitebuild.hooks`    MkDocs hooks (the offline edition's iframe-worker shim)
-- :mod:`sitebuild.mathrender` MkDocs hook: every formula typeset at build time (``katex_render.mjs``, one Node process)
-- :mod:`sitebuild.offline`  ``make offline``: ``site-offline/`` and ``dist/site-offline.zip``
-- :mod:`sitebuild.audit`    ``make audit``: Lighthouse over every chapter page
-- :mod:`sitebuild.screenshots` ``make screenshots``: every page at 390/1280 px, light and dark, to look at
-- :mod:`sitebuild.browser`  Debian's Chromium under playwright, and a fresh build served for it
-- :mod:`sitebuild.serve`    the one local static server (optionally gzip, as GitHub Pages serves)
+- ``sitebuild/config.py``, ``sitebuild/questions.py``: the effective ``mkdocs.yml`` and its nav; the one
+  parser of ``docs/chapters/*/questions.md``.
+- ``sitebuild/hooks/``: MkDocs hooks, named under ``hooks:`` in ``mkdocs.yml``; they run inside every build.
+- ``sitebuild/generate/``: ``make figures``: ``results/*.json`` and the claim markers in ``tests/`` →
+  ``docs/generated/`` (``figures.py`` runs every renderer in ``render/``; ``claims.py`` writes the
+  verification pages; ``notebooks.py`` executes the companion notebooks).
+- ``sitebuild/editions/``: the offline zip, the PDF and the Anki deck (``make offline|pdf|deck``).
+- ``sitebuild/serve.py``, ``sitebuild/browser.py``: the local static server and Debian's Chromium,
+  shared by the PDF edition, the tests and ``tools/``.
 
-Nothing here imports from ``tests/``; the tests import from here.
+Nothing here imports from ``tests/`` or ``tools/``.
 """

@@ -113,7 +113,7 @@ def site_url(built_site, site_port) -> str:
 
 def pytest_sessionfinish(session, exitstatus):
     """With ``--junitxml`` (``make test``), record beside the XML what it lacks: the commit, the date
-    (UTC) and the torch version. The verification page reads both (sitebuild/claims.py)."""
+    (UTC) and the torch version. The verification page reads both (sitebuild/generate/claims.py)."""
     xmlpath = getattr(session.config.option, "xmlpath", None)
     if not xmlpath or hasattr(session.config, "workerinput"):  # xdist: the controller writes the XML
         return

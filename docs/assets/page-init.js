@@ -1,4 +1,4 @@
-// Math is typeset when the site is built (sitebuild/mathrender.py): no KaTeX script runs here.
+// Math is typeset when the site is built (sitebuild/hooks/mathrender.py): no KaTeX script runs here.
 // What is left: tab stops for content that scrolls sideways, and a name for the search dialog.
 
 // Accessibility (axe scrollable-region-focusable, aria-dialog-name): a formula, wide table or

@@ -3,7 +3,7 @@
 // at build time by sitebuild/questions.py). Without this script the controls stay hidden and
 // every question is still there, collapsed, with its one-line core and a link to its answer.
 //
-// The bank does not repeat the answers (sitebuild/render/questionbank.py): a question that is
+// The bank does not repeat the answers (sitebuild/generate/render/page_questionbank.py): a question that is
 // opened fetches its chapter's questions page once (same site, so no request leaves it) and
 // shows the answer from there in place of the link, links and images resolved against that
 // page. Where fetch fails (the offline edition over file://), the link stays.

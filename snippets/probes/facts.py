@@ -1,6 +1,6 @@
 """每种层的事实（layer facts），只在这里写一次：中文名、闭式 FLOPs（文字与 LaTeX）、论文的指数、Table 1 的一行。
 
-探针（计数、计时）、图表渲染（sitebuild.render）和测试都从这里读，不再各抄一份。
+探针（计数、计时）、图表渲染（sitebuild.generate.render）和测试都从这里读，不再各抄一份。
 
 FLOPs 约定：batch 1，无偏置，一次乘加 = 2 FLOP；``fwd+bwd`` 时输入与全部权重都要梯度，
 循环层的初始状态 h_0 = 0 不要梯度，所以少一次对 h_0 的矩阵乘（−2d² 之类的常数项）。

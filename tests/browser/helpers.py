@@ -122,7 +122,7 @@ class Recorder:
 def wait_for_page(page) -> None:
     """Loaded, set up by Material, fonts in, network quiet.
 
-    Math is typeset at build time (sitebuild/mathrender.py), so there is no typesetting to
+    Math is typeset at build time (sitebuild/hooks/mathrender.py), so there is no typesetting to
     wait for; page-init.js marks <body data-page-ready="URL"> in Material's document$
     subscription, which also fires after every instant-navigation page switch.
     """
@@ -313,7 +313,7 @@ FIRST_FRAME_JS = """(() => {
   });
 })();"""
 
-# The article's blocks as sitebuild/contentblocks.py prepared them, after Material has started:
+# The article's blocks as sitebuild/hooks/contentblocks.py prepared them, after Material has started:
 # whether the page has its own rule, and where the tables sit.
 BLOCKS_JS = """() => {
   const blocks = [...document.querySelector('.md-content__inner').children];
@@ -326,7 +326,7 @@ BLOCKS_JS = """() => {
 }"""
 
 # The KaTeX fonts the page has loaded once everything is shown (its questions opened too), and the
-# fonts it preloads (sitebuild/mathrender.py: fonts_used), as woff2 file names.
+# fonts it preloads (sitebuild/hooks/mathrender.py: fonts_used), as woff2 file names.
 FONTS_JS = """async () => {
   document.querySelectorAll('details').forEach(d => { d.open = true; });
   await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
@@ -472,7 +472,7 @@ def layout(page) -> dict:
             "punct": page.evaluate(LINE_START_PUNCT_JS)}
 
 
-# Typesetting (issue 11; docs/assets/extra.css, sitebuild/abbrfirst.py), measured in px at the
+# Typesetting (issue 11; docs/assets/extra.css, sitebuild/hooks/abbrfirst.py), measured in px at the
 # current width. Sizes: admonitions, <details> (the interview questions) with their <summary>
 # titles, and tables, against the article's body size. Gaps: white between a display formula's
 # ink box (.katex-html) and the glyph boxes of the paragraph just above / below it (inline math
@@ -572,7 +572,7 @@ class Site:
         self._reports: dict[str, dict[str, dict]] = {}
         self._ids: dict[Path, set[str]] = {}
         # (page, seconds) of the visits made since the last test ended; the browser conftest
-        # records them in the JUnit report, so tests/support/chapter_cost.py charges a visit
+        # records them in the JUnit report, so tools/chapter_cost.py charges a visit
         # to its page's chapter, whichever test happened to make it
         self.visits: list[tuple[str, float]] = []
         self._failed: set[str] = set()  # pages whose visit for another test failed

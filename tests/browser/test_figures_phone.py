@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild.figures import OUT_DIR as GENERATED
-from sitebuild.render.style import MIN_TEXT_PX
+from sitebuild.generate.figures import OUT_DIR as GENERATED
+from sitebuild.generate.render._style import MIN_TEXT_PX
 from tests.browser.helpers import CHAPTER_URLS, DESKTOP, MOBILE, evaluate_within, new_context, page_id
 
 VIEWPORTS = (MOBILE, DESKTOP)  # the first is the one the page is loaded at

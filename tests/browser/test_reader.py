@@ -17,7 +17,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from sitebuild.offline import build_offline
+from sitebuild.editions.offline import build_offline
 from tests.browser.helpers import (
     AXE_JS,
     CHAPTER_URLS,
@@ -213,7 +213,7 @@ def test_pages_open_with_their_first_blocks_rendered(site, path):
 
 @pytest.mark.parametrize("path", PAGES)
 def test_the_first_paint_shows_the_first_screen_whole(site, path):
-    """The first paint waits until the blocks a phone opens on are parsed (sitebuild/contentblocks.py:
+    """The first paint waits until the blocks a phone opens on are parsed (sitebuild/hooks/contentblocks.py:
     <link rel="expect" blocking="render">), rather than showing the header and laying the article
     out a few blocks a frame, each frame a long task on a phone. A notebook page, one block too
     long to wait for, paints as before."""
@@ -228,7 +228,7 @@ def test_the_first_paint_shows_the_first_screen_whole(site, path):
 
 @pytest.mark.parametrize("path", PAGES)
 def test_tables_are_wrapped_at_build_time(site, path):
-    """sitebuild/contentblocks.py counted the article's blocks as the browser does: the page has its
+    """sitebuild/hooks/contentblocks.py counted the article's blocks as the browser does: the page has its
     rule (<style id="cv-blocks">), and every table of the article sits in a div.table-block, with
     Material's scroll wrapper inside it rather than among the blocks."""
     b = site.report(path)["blocks"]
@@ -249,7 +249,7 @@ def test_colours_read_right_before_the_blocks_are_shown(site, path):
 @pytest.mark.parametrize("path", PAGES)
 def test_pages_preload_exactly_the_katex_fonts_their_formulas_use(site, path):
     """Every KaTeX font a page loads, everything shown and every question open, was preloaded
-    (sitebuild/mathrender.py: fonts_used reads them from KaTeX's classes), and every preloaded
+    (sitebuild/hooks/mathrender.py: fonts_used reads them from KaTeX's classes), and every preloaded
     font is used, but for the two every page preloads. A font requested when its first formula
     was laid out arrived after the first paint and made the phone lay out the page again."""
     fonts = site.report(path)["fonts"]

@@ -6,7 +6,7 @@
 - Display formulas: no more than 2 em of white between a formula and the paragraph above or
   below it (there were about 60 px, nearly 4 em), and the two never overlap.
 - Abbreviations: the dotted underline marks a term's first use on the page only
-  (sitebuild/abbrfirst.py).
+  (sitebuild/hooks/abbrfirst.py).
 
 The measurements come from the shared page visit (tests/browser/helpers.py, TYPESETTING_JS).
 """
@@ -63,7 +63,7 @@ def test_typesetting_checks_see_what_they_check(site, width):
 def test_abbrfirst_marks_every_use_after_the_first_per_term():
     """The hook itself, on a snippet: per term, uses after the first get the class (added to one
     already there), the first keeps its markup untouched, and other terms count on their own."""
-    from sitebuild.abbrfirst import mark_repeats
+    from sitebuild.hooks.abbrfirst import mark_repeats
 
     html = ('<p><abbr title="r">RNN</abbr> <abbr title="f">FFN</abbr></p>'
             '<p><abbr title="r">RNN</abbr> <abbr class="x" title="r">RNN</abbr> <abbr title="f">FFN</abbr></p>')

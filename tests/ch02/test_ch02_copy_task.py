@@ -1,5 +1,5 @@
 """The copy task (snippets/experiments/copy_task.py): its committed results file, a tiny smoke run of
-the same code, and the heatmaps and table made from the results (sitebuild/render/copy_task.py).
+the same code, and the heatmaps and table made from the results (sitebuild/generate/render/ch02_copy_task.py).
 Training to 99% belongs to the experiment (`make copy-task`); the test checks what it committed."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sitebuild.render.copy_task import render_attention_heatmaps
+from sitebuild.generate.render.ch02_copy_task import render_attention_heatmaps
 from snippets.experiments import copy_task
 from snippets.experiments.copy_task import DEFAULT_CONFIG, make_batch, shift_right
 from snippets.results import RESULTS_DIR, load_results

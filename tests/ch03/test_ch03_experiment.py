@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild.render import ch03_additive
+from sitebuild.generate.render import ch03_additive
 from snippets.experiments import additive_vs_dot
 from snippets.results import ResultsError, load_results, write_results
 

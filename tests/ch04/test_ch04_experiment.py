@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild.render import ch04_heads
+from sitebuild.generate.render import ch04_heads
 from snippets.experiments import heads
 from snippets.results import ResultsError, load_results, write_results
 

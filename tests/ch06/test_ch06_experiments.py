@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sitebuild.render import ch06_tokens
+from sitebuild.generate.render import ch06_tokens
 from snippets.experiments import embedding_scale, vocab_sweep
 from snippets.results import load_results
 

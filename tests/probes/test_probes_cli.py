@@ -6,7 +6,7 @@ import sys
 import pytest
 import torch
 
-from sitebuild.render.probe_tables import render_provenance, render_table1
+from sitebuild.generate.render.ch01_probe_tables import render_provenance, render_table1
 from snippets.probes.runner import CUDA_WALLTIME, PRESETS, main, plan_for
 from snippets.results import REPO_ROOT as ROOT
 from snippets.results import load_all, load_results

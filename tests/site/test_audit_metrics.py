@@ -1,12 +1,12 @@
-"""The arithmetic behind `make audit` (sitebuild/fieldperf.py, sitebuild/tracebreakdown.py) on
+"""The arithmetic behind `make audit` (tools/fieldperf.py, tools/tracebreakdown.py) on
 made-up inputs; the audit itself is a benchmark and is never run by the suite."""
 
 from __future__ import annotations
 
 import pytest
 
-from sitebuild.fieldperf import cumulative_layout_shift
-from sitebuild.tracebreakdown import summarise
+from tools.fieldperf import cumulative_layout_shift
+from tools.tracebreakdown import summarise
 
 
 def test_cls_is_the_largest_session_window():

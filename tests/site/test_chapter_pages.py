@@ -1,4 +1,4 @@
-"""A chapter is several pages (sitebuild/chapterpages.py): its first page lists them, and every
+"""A chapter is several pages (sitebuild/hooks/chapterpages.py): its first page lists them, and every
 anchor the one-page chapter had still lands, through the map in the first page's <head>."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from pathlib import Path
 
-from sitebuild import claimanchors
+from sitebuild.hooks import claimanchors
 from sitebuild.config import nav_pages
 from tests.support.build import ROOT
 

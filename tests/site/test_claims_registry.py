@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from sitebuild.claims import CLAIM_ID, DOCS, collect_claims, collect_page_refs
+from sitebuild.generate.claims import CLAIM_ID, DOCS, collect_claims, collect_page_refs
 
 
 def test_every_cited_claim_has_a_test():

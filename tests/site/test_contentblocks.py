@@ -1,4 +1,4 @@
-"""sitebuild/contentblocks.py: the article's blocks found in the HTML, tables wrapped, the page's rules.
+"""sitebuild/hooks/contentblocks.py: the article's blocks found in the HTML, tables wrapped, the page's rules.
 
 The browser side (the same blocks as Chromium's DOM, on every page) is
 tests/browser/test_reader.py::test_tables_are_wrapped_at_build_time.
@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from sitebuild.contentblocks import FOLD, HEADER, PAINT_CHARS, PAINT_FOLD, PAINT_ID, phone_height, prepare, top_level_blocks
+from sitebuild.hooks.contentblocks import FOLD, HEADER, PAINT_CHARS, PAINT_FOLD, PAINT_ID, phone_height, prepare, top_level_blocks
 
 OPEN = '<article class="md-content__inner md-typeset">'
 

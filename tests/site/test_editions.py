@@ -78,7 +78,7 @@ def test_deck_math_is_readable_by_anki(decks):
 
 
 def test_deck_fails_on_a_formula_katex_rejects(monkeypatch):
-    from sitebuild.mathrender import KatexError
+    from sitebuild.hooks.mathrender import KatexError
 
     broken = QUESTIONS[0].__class__(**{**QUESTIONS[0].__dict__, "answer": r"**一句话**：$\frac{1}{$"})
     monkeypatch.setattr(deck, "load_all", lambda: [broken])

@@ -8,8 +8,8 @@ import re
 
 import pytest
 
-from sitebuild.claims import collect_claims
-from sitebuild.render import errata
+from sitebuild.generate.claims import collect_claims
+from sitebuild.generate.render import errata
 from tests.support.sections import DOCS
 
 

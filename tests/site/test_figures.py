@@ -8,9 +8,9 @@ import re
 from pathlib import Path
 
 from sitebuild import figures
-from sitebuild.figures import OUT_DIR as GENERATED
-from sitebuild.render import style
-from sitebuild.render.probe_select import probe_results
+from sitebuild.generate.figures import OUT_DIR as GENERATED
+from sitebuild.generate.render import style
+from sitebuild.generate.render._probes import probe_results
 from snippets.results import RESULTS_DIR, load_all
 
 EXPECTED = {
@@ -170,7 +170,7 @@ def test_the_inputs_digest_covers_results_code_questions_and_chapter_titles(monk
     """A change to a results file, a renderer, a questions file or a chapter's title changes the digest."""
     root = figures.ROOT
     files = {p.relative_to(root).as_posix() for pattern in figures.INPUTS for p in root.glob(pattern)}
-    assert {"sitebuild/render/style.py", "sitebuild/figures.py", "docs/errata.yml", "sitebuild/config.py",
+    assert {"sitebuild/generate/render/_style.py", "sitebuild/generate/figures.py", "docs/errata.yml", "sitebuild/config.py",
             "snippets/results.py", "results/schema/provenance.schema.json"} <= files
     assert any(f.endswith("/questions.md") for f in files)
     digest = figures.inputs_digest()

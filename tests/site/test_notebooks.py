@@ -23,9 +23,9 @@ def test_each_chapter_has_a_notebook():
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_notebook_is_stored_executed_top_to_bottom(path):
-    """Every code cell ran once, in order, in one kernel, without an error (python -m sitebuild.notebooks)."""
+    """Every code cell ran once, in order, in one kernel, without an error (python -m sitebuild.generate.notebooks)."""
     cells = [c for c in nbformat.read(path, as_version=4).cells if c.cell_type == "code"]
-    assert [c.execution_count for c in cells] == list(range(1, len(cells) + 1)), "run python -m sitebuild.notebooks"
+    assert [c.execution_count for c in cells] == list(range(1, len(cells) + 1)), "run python -m sitebuild.generate.notebooks"
     assert [o for c in cells for o in c.outputs if o.get("output_type") == "error"] == []
     assert sum(bool(c.outputs) for c in cells) >= len(cells) // 2
 

@@ -12,7 +12,7 @@ import pytest
 
 from sitebuild.questions import (QuestionAnchorsExtension, QuestionsError, chapter_files, load_all,
                                  parse_file)
-from sitebuild.render.cheatsheet import render_markdown
+from sitebuild.generate.render.page_cheatsheet import render_markdown
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"

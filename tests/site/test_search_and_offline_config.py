@@ -10,10 +10,10 @@ import json
 import pytest
 
 from sitebuild.config import load, nav_pages
-from sitebuild.searchindex import SECTION_BOOST, SPELLINGS, clean_entry, tex_to_text
+from sitebuild.hooks.searchindex import SECTION_BOOST, SPELLINGS, clean_entry, tex_to_text
 from tests.support.search import load_queries, raw_markup
 
-# sitebuild/searchindex.py keeps code out of the index and writes math as plain text: 706 KB
+# sitebuild/hooks/searchindex.py keeps code out of the index and writes math as plain text: 706 KB
 # raw, 211 KB gzipped for 6 chapters on 2026-12-01 (1985 KB and 378 KB before). The budget
 # grows with the chapters; raw is what the browser parses, gzip what it downloads.
 SEARCH_INDEX_PER_CHAPTER, SEARCH_INDEX_BASE = 80 * 1024, 384 * 1024
@@ -104,4 +104,4 @@ def test_offline_config_tracks_main():
     assert plugins(offline) == [*plugins(main), "material/offline"]
     assert offline["nav"] == main["nav"] and offline["markdown_extensions"] == main["markdown_extensions"]
     # lists replace lists under INHERIT: the offline config restates main's hooks, then adds its own
-    assert list(offline["hooks"]) == [*main["hooks"], "sitebuild/hooks.py"]
+    assert list(offline["hooks"]) == [*main["hooks"], "sitebuild/hooks/iframeworker.py"]

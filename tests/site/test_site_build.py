@@ -201,7 +201,7 @@ def test_bad_formula_fails_the_build_naming_page_and_formula(tiny_builds):
 def test_pages_preload_the_katex_fonts_their_formulas_select(built_site):
     """fonts_used reads KaTeX's font classes; the built pages preload what their formulas need
     (the browser side, fonts loaded = fonts preloaded: test_reader.py)."""
-    from sitebuild.mathrender import fonts_used
+    from sitebuild.hooks.mathrender import fonts_used
 
     base = ["KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2"]
     assert fonts_used("<p>no math</p>") == base
@@ -218,7 +218,7 @@ def test_pages_preload_the_katex_fonts_their_formulas_select(built_site):
 def test_render_page_typesets_labels_notebooks_and_keeps_punctuation_on_the_line():
     """The hook itself, on a hand-written page: arithmatex, a TOC label, a notebook cell, and the
     punctuation after an inline formula or a badge glued to it (no line may start with it)."""
-    from sitebuild.mathrender import Renderer, render_page
+    from sitebuild.hooks.mathrender import Renderer, render_page
 
     page = ('<span class="md-ellipsis">门也依赖 \\(c_{t-1}\\)</span>'
             '<p>设 <span class="arithmatex">\\(a&lt;b\\)</span>，则 <a class="claim" href="#x">✔ C01</a>。</p>'
@@ -244,7 +244,7 @@ def test_render_page_typesets_labels_notebooks_and_keeps_punctuation_on_the_line
 def test_typeset_formulas_are_kept_between_builds_and_bad_ones_still_fail(tmp_path):
     """A second build takes a formula from the cache file without starting Node, with the same HTML;
     a formula KaTeX rejects is never cached, so it fails every build."""
-    from sitebuild.mathrender import KatexError, Renderer, cache_file
+    from sitebuild.hooks.mathrender import KatexError, Renderer, cache_file
 
     cache = tmp_path / "katex.json"
     first = Renderer(cache=cache)

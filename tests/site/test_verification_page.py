@@ -2,7 +2,7 @@
 it, and the last recorded test run (or an honest "no run recorded").
 
 The build-level checks read the one strict build (``built_site``); the rest are unit tests of
-sitebuild/claimanchors.py and sitebuild/claims.py on small inputs.
+sitebuild/hooks/claimanchors.py and sitebuild/generate/claims.py on small inputs.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from urllib.parse import urljoin, urlparse
 
 import pytest
 
-from sitebuild import claimanchors, claims
+from sitebuild.hooks import claimanchors, claims
 
 BADGE_TAG = re.compile(r'<a\b[^>]*\bclass="claim"[^>]*>')
 ID = re.compile(r'\bid="([^"]+)"')

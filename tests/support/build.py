@@ -94,11 +94,11 @@ def tiny_site(where: Path, pages: dict[str, str]) -> Path:
     nav = "\n".join(f"  - {name}" for name in pages)
     # hook paths resolve from the config's folder: name the real ones
     (where / "mkdocs.yml").write_text(f"INHERIT: {ROOT / 'mkdocs.yml'}\ndocs_dir: docs\nnav:\n{nav}\n"
-                                      f"hooks:\n  - {ROOT / 'sitebuild/mathrender.py'}\n", encoding="utf-8")
+                                      f"hooks:\n  - {ROOT / 'sitebuild/hooks/mathrender.py'}\n", encoding="utf-8")
     # the offline edition's config over the same pages (hook paths resolve from the config's folder)
     (where / "mkdocs-offline.yml").write_text(
         f"INHERIT: {ROOT / 'mkdocs-offline.yml'}\ndocs_dir: docs\nnav:\n{nav}\n"
-        f"hooks:\n  - {ROOT / 'sitebuild/mathrender.py'}\n  - {ROOT / 'sitebuild/hooks.py'}\n", encoding="utf-8")
+        f"hooks:\n  - {ROOT / 'sitebuild/hooks/mathrender.py'}\n  - {ROOT / 'sitebuild/hooks/iframeworker.py'}\n", encoding="utf-8")
     return where
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 from snippets.probes.facts import TABLE1
 from snippets.probes.results import KIND
 
-from sitebuild.render.probe_select import (LAYERS, ORDER, fmt_bytes, fmt_int, fmt_slope, fmt_time,
+from sitebuild.generate.render._probes import (LAYERS, ORDER, fmt_bytes, fmt_int, fmt_slope, fmt_time,
                                            primary, probe_results, short)
-from sitebuild.render.style import NO_RESULTS, device_label, md_caption, source_line, write_text
+from sitebuild.generate.render._style import NO_RESULTS, device_label, md_caption, source_line, write_text
 
 
 def _series(r, sweep, layer, mode="fwd", dtype=None):

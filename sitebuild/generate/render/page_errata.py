@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "docs" / "errata.yml"
 SCHEMA = ROOT / "docs" / "errata.schema.json"
 UNCOMMITTED = "未提交"

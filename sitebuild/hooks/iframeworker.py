@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-IFRAME_WORKER_SHIM = Path(__file__).resolve().parent.parent / "node_modules/iframe-worker/shim/index.js"
+IFRAME_WORKER_SHIM = Path(__file__).resolve().parents[2] / "node_modules/iframe-worker/shim/index.js"
 
 
 def on_post_build(config, **kwargs):

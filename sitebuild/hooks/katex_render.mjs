@@ -1,4 +1,4 @@
-// Build-time KaTeX for sitebuild/mathrender.py: one process per build, JSON lines.
+// Build-time KaTeX for sitebuild/hooks/mathrender.py: one process per build, JSON lines.
 // argv[2]: the site's node_modules/katex (the same KaTeX whose CSS and fonts the site serves).
 // Request:  {"id": n, "items": [{"tex": "...", "display": false}, ...]}
 // Response: {"id": n, "html": ["...", ...]}  or  {"id": n, "error": {"index": i, "message": "..."}}

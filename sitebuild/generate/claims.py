@@ -6,10 +6,10 @@ text="…")`` (``title="…"`` optional); a page cites it with a badge linking t
 nothing is imported or run) and writes ``docs/generated/verification-table.md``, which
 ``docs/verification.md`` includes. Each entry has:
 
-* a title: the badge's text and a human title (``title=``, sitebuild/claim_titles.yml, or
+* a title: the badge's text and a human title (``title=``, sitebuild/generate/claim_titles.yml, or
   the heading/question/bold lead its first badge sits under), with the id as a small label;
 * the claim text, its plain formula notation (``h_{T−k}``, ``0.9^k``) set as sub/superscripts;
-* "出现在": a link to every badge that cites it, by the id :mod:`sitebuild.claimanchors`
+* "出现在": a link to every badge that cites it, by the id :mod:`sitebuild.hooks.claimanchors`
   gives that badge in the build (the same function numbers both);
 * the last recorded run: ``test-output/junit.xml`` (``make test``, ``--junitxml``) and the
   ``run.json`` that tests/conftest.py writes beside it (commit, date, torch). Without them the
@@ -19,7 +19,7 @@ nothing is imported or run) and writes ``docs/generated/verification-table.md``,
 The site tests use the same readers to fail the suite when a page cites an unknown id or a
 claim test is cited nowhere. The chapters and their titles come from the nav of mkdocs.yml.
 
-Run: ``python -m sitebuild.claims`` (``make figures`` runs it).
+Run: ``python -m sitebuild.generate.claims`` (``make figures`` runs it).
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ from xml.etree import ElementTree
 
 import yaml
 
-from sitebuild import claimanchors
+from sitebuild.hooks import claimanchors
 from sitebuild.config import chapters, nav_pages
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 TESTS = ROOT / "tests"
 OUT = DOCS / "generated" / "verification-table.md"
@@ -160,7 +160,7 @@ HEADING = re.compile(r'^#{2,4} +(.+?)(?: *\{[^}\n]*\})? *#*$|^[ \t]*\?\?\?\+? +\
 def collect_occurrences(docs_dir: Path = DOCS) -> dict[str, list[Occurrence]]:
     """Claim id -> every badge that cites it, on the built pages in nav order, with its id.
 
-    The ids come from :func:`sitebuild.claimanchors.page_badges`, the numbering the build
+    The ids come from :func:`sitebuild.hooks.claimanchors.page_badges`, the numbering the build
     itself applies, so a link made here lands on the badge.
     """
     out: dict[str, list[Occurrence]] = {}
@@ -278,13 +278,13 @@ def _script(m: re.Match) -> str:
 
 @cache
 def titles() -> dict[str, str]:
-    """Hand-written titles (sitebuild/claim_titles.yml): claim id -> title."""
+    """Hand-written titles (sitebuild/generate/claim_titles.yml): claim id -> title."""
     return yaml.safe_load(TITLES.read_text(encoding="utf-8")) or {}
 
 
 def _title(claim: Claim, occurrences: list[Occurrence]) -> str:
     """"C03 · tanh RNN：梯度消失的充分条件": the badge's own text, then a title, in that order of
-    preference: claim(title=…), sitebuild/claim_titles.yml, the bold lead, heading or question
+    preference: claim(title=…), sitebuild/generate/claim_titles.yml, the bold lead, heading or question
     that the first badge with one (on a chapter page, if any) sits under."""
     ordered = [o for o in occurrences if o.page.startswith("chapters/")] + occurrences
     label = ordered[0].label if ordered else claim.id.split("-", 1)[1].upper()

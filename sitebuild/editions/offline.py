@@ -1,4 +1,4 @@
-"""``python -m sitebuild.offline`` (``make offline``): the offline edition.
+"""``python -m sitebuild.editions.offline`` (``make offline``): the offline edition.
 
 ``mkdocs build -f mkdocs-offline.yml`` into ``site-offline/`` (open ``index.html`` from disk,
 search included), then ``dist/site-offline.zip`` with ``site-offline/`` as its top folder.
@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def build_offline(site_dir: Path, zip_path: Path | None = None, strict: bool = True,

@@ -1,7 +1,7 @@
-"""``python -m sitebuild.pdf`` (``make pdf``): the PDF edition, ``dist/transformer-paper-reading.pdf``.
+"""``python -m sitebuild.editions.pdf`` (``make pdf``): the PDF edition, ``dist/transformer-paper-reading.pdf``.
 
 Built from the same pages as the site, never from a second source: a strict build of the site
-(math already typeset by sitebuild/mathrender.py), then one print page that concatenates the
+(math already typeset by sitebuild/hooks/mathrender.py), then one print page that concatenates the
 built articles in nav order (chapters, cheat sheet, question bank, verification appendix,
 errata, glossary), printed by the Debian Chromium the tests use, through playwright's
 ``page.pdf``: A4, page numbers in the footer, the headings as PDF bookmarks (outline, which
@@ -270,7 +270,7 @@ def page_count(pdf: Path) -> int:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sitebuild.pdf", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m sitebuild.editions.pdf", description=__doc__.splitlines()[0])
     ap.add_argument("--site", type=Path, help="an existing build of the site (default: build one now)")
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)

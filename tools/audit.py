@@ -1,12 +1,12 @@
-"""``python -m sitebuild.audit`` (``make audit``): how fast the pages are on a phone.
+"""``python -m tools.audit`` (``make audit``): how fast the pages are on a phone.
 
 A benchmark on this machine, not a test. For every chapter page, the question bank and the
 home page of a fresh build, served with gzip as GitHub Pages serves it, side by side:
 
-- **field**: the tracing-free harness of ``sitebuild.fieldperf`` (4× CPU, slow 4G, 412 px);
+- **field**: the tracing-free harness of ``tools.fieldperf`` (4× CPU, slow 4G, 412 px);
 - **Lighthouse 12.2.3** mobile as shipped ("stock");
 - **Lighthouse, untracked**: the same with the ``invalidationTracking`` trace category removed
-  (``sitebuild/lighthouse_untracked.mjs``), which on large pages slows Chromium's style work.
+  (``tools/lighthouse_untracked.mjs``), which on large pages slows Chromium's style work.
 
 Each number is the median of ``RUNS`` loads (default 3). Budgets (from the issue): TBT ≤ 600 ms,
 no task over 300 ms after first paint, LCP ≤ 2.5 s, formulas typeset at first paint;
@@ -32,13 +32,13 @@ from urllib.parse import urljoin
 
 from sitebuild.browser import CHROMIUM, CHROMIUM_ARGS, BuildError, chromium, served_fresh_build
 from sitebuild.config import nav_pages, page_name, picked
-from sitebuild import fieldperf, tracebreakdown
+from tools import fieldperf, tracebreakdown
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "lighthouse"
 LIGHTHOUSE = {
     "stock": [str(ROOT / "node_modules" / ".bin" / "lighthouse")],
-    "untracked": ["node", str(ROOT / "sitebuild" / "lighthouse_untracked.mjs")],
+    "untracked": ["node", str(ROOT / "tools" / "lighthouse_untracked.mjs")],
 }
 CATEGORIES = ("performance", "accessibility")
 BUDGET = {"tbt": 600, "longest_task": 300, "lcp": 2500, "performance": 90, "accessibility": 100}
@@ -135,7 +135,7 @@ def summary(results: dict[str, dict], runs: int, variants: list[str], version: s
         "A benchmark on a shared 2-core machine, not a test: numbers move with the load. ✗ marks a number over "
         "its budget.",
         "",
-        "**Field**: tracing-free harness (`sitebuild/fieldperf.py`: Playwright + CDP, 4× CPU, Lighthouse's slow-4G "
+        "**Field**: tracing-free harness (`tools/fieldperf.py`: Playwright + CDP, 4× CPU, Lighthouse's slow-4G "
         "constants, 412 px phone, metrics from PerformanceObserver). Budgets: TBT ≤ 600 ms, longest task after first "
         "paint ≤ 300 ms, LCP ≤ 2.5 s, math typeset in the HTML (no formula waits for a script).",
         "",

@@ -2,7 +2,7 @@
 
 用法（usage）::
 
-    from sitebuild.render.style import new_figure, save_svg, PALETTE
+    from sitebuild.generate.render._style import new_figure, save_svg, PALETTE
     apply_style()                      # 设置 rcParams（幂等，可重复调用）
     fig, ax = new_figure()             # 或者 plt.subplots()，尺寸自定
     ax.plot(x, y, color=PALETTE[0])
@@ -20,10 +20,10 @@
   外面（下方），曲线同时用颜色、标记和线型区分。对数刻度写成 1e-6 这样的普通文字，不用 mathtext：
   mathtext 的上标字号只有 70%（中文字体也没有 Unicode 上标数字）。
 - 背景透明；调色板在白底（Material 默认）和深色 slate 底上对比度都 ≥ 3:1（见 ``contrast_ratio``，
-  测试会检查）。文字与坐标轴用深灰 ``TEXT_COLOR``；``sitebuild.figures`` 另存一份把它换成浅灰
+  测试会检查）。文字与坐标轴用深灰 ``TEXT_COLOR``；``sitebuild.generate.figures`` 另存一份把它换成浅灰
   ``DARK_TEXT_COLOR`` 的 ``*-dark.svg``，页面用 ``#only-light`` / ``#only-dark`` 各显示一份。
 - 出处（设备、torch 版本、日期、commit）不画进图里：``save_svg(fig, path, sources=[r])`` 只把结果
-  文件名写进 SVG 的元数据（``dc:source``），``sitebuild.figures`` 据此写出图旁边的一行 HTML
+  文件名写进 SVG 的元数据（``dc:source``），``sitebuild.generate.figures`` 据此写出图旁边的一行 HTML
   说明（``<图名>.source.md``，页面用 ``--8<--`` 引入）。表格下面是同样的一行（``md_caption``）。
 
 本模块只依赖 matplotlib，不导入 torch。

@@ -31,7 +31,7 @@ from pathlib import Path
 
 from mkdocs.utils import get_relative_url
 
-from sitebuild.claimanchors import chapter_of
+from sitebuild.hooks.claimanchors import chapter_of
 
 ID = re.compile(r'\bid="([^"]+)"')
 ARTICLE = re.compile(r"<article\b.*?</article>", re.S)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from matplotlib.ticker import MaxNLocator
 
-from sitebuild.render.style import (FIG_WIDTH, LINESTYLES, MARKERS, NO_RESULTS, PALETTE, legend_below, md_caption,
+from sitebuild.generate.render._style import (FIG_WIDTH, LINESTYLES, MARKERS, NO_RESULTS, PALETTE, legend_below, md_caption,
                                     md_table, new_figure, of_kind, placeholder_svg, save_svg, weight_colormap,
                                     write_text)
 from snippets.experiments.heads import PAPER_TABLE3_A

@@ -1,4 +1,4 @@
-"""``python -m sitebuild.notebooks``: execute the companion notebooks and store their outputs.
+"""``python -m sitebuild.generate.notebooks``: execute the companion notebooks and store their outputs.
 
 The notebook pages show outputs, but the site build does not execute them (mkdocs-jupyter's
 ``execute: false``: a fresh kernel per notebook per build is slow). The outputs are stored in
@@ -15,7 +15,7 @@ import math
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "docs" / "notebooks"
 TIMEOUT_S = 300
 
@@ -101,7 +101,7 @@ def differences(stored, fresh) -> list[str]:
 def main(argv=None) -> int:
     import nbformat
 
-    ap = argparse.ArgumentParser(prog="python -m sitebuild.notebooks", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m sitebuild.generate.notebooks", description=__doc__.splitlines()[0])
     ap.add_argument("paths", nargs="*", type=Path, help="notebooks (default: docs/notebooks/*.ipynb)")
     args = ap.parse_args(argv)
     for path in args.paths or sorted(NOTEBOOKS.glob("*.ipynb")):

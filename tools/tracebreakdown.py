@@ -1,8 +1,8 @@
 """What a phone's main thread spends a page load on: one traced load, summarised.
 
-The load runs under the field harness's conditions (``sitebuild.fieldperf``: 4× CPU, slow 4G,
+The load runs under the field harness's conditions (``tools.fieldperf``: 4× CPU, slow 4G,
 412 px) with Chromium's timeline trace on, minus ``invalidationTracking`` (see
-``sitebuild/lighthouse_untracked.mjs``) and minus JS stack sampling, which would slow the
+``tools/lighthouse_untracked.mjs``) and minus JS stack sampling, which would slow the
 page. Every trace event on the page's main thread gets its self time (its duration minus its
 children's), grouped into style, layout, script (by file), HTML parsing, paint and other,
 before and after first contentful paint; the longest tasks are listed with what is inside.
@@ -15,7 +15,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from sitebuild import fieldperf
+from tools import fieldperf
 
 CATEGORIES = ["devtools.timeline", "disabled-by-default-devtools.timeline", "v8.execute", "loading"]
 GROUPS = {

@@ -1,4 +1,4 @@
-// Lighthouse's own CLI, with one trace category removed: `node sitebuild/lighthouse_untracked.mjs
+// Lighthouse's own CLI, with one trace category removed: `node tools/lighthouse_untracked.mjs
 // <url> [lighthouse flags]`. Lighthouse 12 records `disabled-by-default-devtools.timeline.
 // invalidationTracking` (used only to attribute layout shifts); on a page of ~40,000 elements
 // it makes Chromium's style invalidation many times slower than untraced, so stock Lighthouse

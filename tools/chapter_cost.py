@@ -1,7 +1,7 @@
 """What each chapter costs `make test`: test time attributed to chapters from a JUnit XML report.
 
     .venv/bin/pytest --codeblocks tests docs --junitxml=test-output/junit.xml
-    .venv/bin/python -m tests.support.chapter_cost test-output/junit.xml [WORKERS]
+    .venv/bin/python -m tools.chapter_cost test-output/junit.xml [WORKERS]
 
 A test item belongs to chapter NN when its file is under tests/chNN/ or docs/chapters/NN-*/,
 or when its parameters name the chapter's page (`01-why-attention`, `chapters/03-…`); the rest
@@ -21,7 +21,7 @@ import xml.etree.ElementTree as ET
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 # a chapter's test folder, or its page slug (`01-why-attention`) as the docs folder names it;
 # not a parameter pair such as `16-64-lstm`
 SLUGS = "|".join(re.escape(p.name) for p in sorted((ROOT / "docs" / "chapters").glob("[0-9][0-9]-*")))

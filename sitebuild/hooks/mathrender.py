@@ -36,7 +36,7 @@ from pathlib import Path
 from mkdocs.exceptions import PluginError
 from mkdocs.utils import get_relative_url
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 KATEX = ROOT / "node_modules" / "katex"
 SCRIPT = Path(__file__).resolve().parent / "katex_render.mjs"
 TIMEOUT_S = 60.0
@@ -45,7 +45,7 @@ CACHE_DIR = ROOT / ".cache" / "katex"  # .cache/ is git-ignored
 # is every other font the page's formulas use (fonts_used). Requested only when a formula that
 # needs it is laid out, a font arrived after the first paint, and its arrival made the browser
 # style and lay out again everything drawn so far: 0.1-0.25 s of a phone's main thread on the
-# formula-heavy pages (sitebuild.fieldperf, with and without the preloads side by side, ch01 lstm
+# formula-heavy pages (tools.fieldperf, with and without the preloads side by side, ch01 lstm
 # and ch04 推导, 3 loads each).
 PRELOAD_FONTS = ("KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2")
 # The classes of KaTeX's HTML that select another of its fonts (katex.min.css's font-family rules).

@@ -7,7 +7,7 @@ and of the question bank), so the verification page can link to the very sentenc
 
 :func:`number_badges` is the one place that numbers badges. The build calls it from a
 Markdown preprocessor that runs after pymdownx.snippets has expanded the includes and
-superfences has stashed the code blocks; :mod:`sitebuild.claims` calls it through
+superfences has stashed the code blocks; :mod:`sitebuild.generate.claims` calls it through
 :func:`page_badges` on the page sources (same expansion, code blocks dropped). MkDocs'
 anchor validation (``validation.links.anchors`` under ``--strict``) fails the build if the
 two ever disagree, because the verification page links to every id.
@@ -23,7 +23,7 @@ from typing import NamedTuple
 from markdown import Extension
 from markdown.preprocessors import Preprocessor
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 
 BADGE = re.compile(

@@ -8,7 +8,7 @@ render_attention_heatmaps(results, out_dir) 在 results（已读入的结果字�
 - attn-cross.svg            解码器最后一层交叉注意力，m × n
 - copy-task.md              任务、模型、训练、准确率与训练时间的小表，表下一行出处（设备、torch 版本、日期、commit、结果文件）
 
-同样的输入得到逐字节相同的 SVG（sitebuild.render.style.save_svg）。
+同样的输入得到逐字节相同的 SVG（sitebuild.generate.render._style.save_svg）。
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Polygon
 
-from sitebuild.render.style import (FIG_WIDTH, MIN_FONT, NO_RESULTS, TEXT_COLOR, apply_style, md_caption, md_table,
+from sitebuild.generate.render._style import (FIG_WIDTH, MIN_FONT, NO_RESULTS, TEXT_COLOR, apply_style, md_caption, md_table,
                                     placeholder_svg, save_svg, weight_colormap)
 
 BOS_LABEL = "BOS"

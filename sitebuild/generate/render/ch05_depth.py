@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitebuild.render.style import (FIG_WIDTH, NO_RESULTS, PALETTE, TEXT_COLOR, legend_below, md_caption, md_table,
+from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, PALETTE, TEXT_COLOR, legend_below, md_caption, md_table,
                                     new_figure, of_kind, placeholder_svg, save_svg, write_text)
 
 DEPTH_KIND, WARMUP_KIND = "depth-gradients", "postln-warmup"

@@ -1,8 +1,8 @@
-"""``python -m sitebuild.figures`` (``make figures``): results/*.json → docs/generated/ (figures, tables, claims page).
+"""``python -m sitebuild.generate.figures`` (``make figures``): results/*.json → docs/generated/ (figures, tables, claims page).
 
 Every results file is validated once (:func:`snippets.results.load_all`): an invalid file
 stops the run with an error naming the file and the field, it is never skipped. Then every
-renderer of every module in :mod:`sitebuild.render` runs; then every figure ``<name>.svg`` gets
+renderer of every module in :mod:`sitebuild.generate.render` runs; then every figure ``<name>.svg`` gets
 its companions (:func:`figure_companions`), and the claims page is written.
 Output is deterministic: the same inputs give byte-identical files, so ``make figures`` renders
 only when an input changed (:func:`inputs_digest`, recorded in :data:`STAMP` with a digest of
@@ -23,17 +23,17 @@ import sys
 from importlib.metadata import version
 from pathlib import Path
 
-import sitebuild.render
-from sitebuild import claims
+import sitebuild.generate.render
+from sitebuild.generate import claims
 from sitebuild.config import chapters
 from snippets.results import RESULTS_DIR, ResultsError, load_all
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 OUT_DIR = ROOT / "docs" / "generated"
 # Everything the renderers read besides the results files and the chapter titles (the cheat
 # sheet's headings, :func:`sitebuild.config.chapters`): their code (and the snippets code they
 # import), the questions, the errata.
-INPUTS = ("results/schema/*.json", "sitebuild/figures.py", "sitebuild/render/*.py", "sitebuild/config.py",
+INPUTS = ("results/schema/*.json", "sitebuild/generate/figures.py", "sitebuild/generate/render/*.py", "sitebuild/config.py",
           "sitebuild/questions.py", "snippets/**/*.py", "docs/chapters/*/questions.md", "docs/errata.yml",
           "docs/errata.schema.json")
 # Libraries whose versions can change the bytes of a figure.
@@ -43,8 +43,8 @@ STAMP = ".figures-stamp.json"
 
 def renderers() -> list:
     out = []
-    for info in sorted(pkgutil.iter_modules(sitebuild.render.__path__), key=lambda m: m.name):
-        module = importlib.import_module(f"sitebuild.render.{info.name}")
+    for info in sorted(pkgutil.iter_modules(sitebuild.generate.render.__path__), key=lambda m: m.name):
+        module = importlib.import_module(f"sitebuild.generate.render.{info.name}")
         out += getattr(module, "RENDERERS", [])
     return out
 
@@ -104,7 +104,7 @@ def figure_companions(svg: Path, results_by_file: dict) -> None:
 
     The results a figure was drawn from are named in its metadata (``save_svg(..., sources=)``).
     """
-    from sitebuild.render.style import dark_variant, md_caption  # matplotlib: only when rendering
+    from sitebuild.generate.render._style import dark_variant, md_caption  # matplotlib: only when rendering
 
     text = svg.read_text(encoding="utf-8")
     svg.with_name(f"{svg.stem}-dark.svg").write_text(dark_variant(text), encoding="utf-8")
@@ -131,7 +131,7 @@ def render_if_changed(results_dir: Path = RESULTS_DIR, out_dir: Path = OUT_DIR, 
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sitebuild.figures", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m sitebuild.generate.figures", description=__doc__.splitlines()[0])
     ap.add_argument("--results", type=Path, default=RESULTS_DIR)
     ap.add_argument("--out", type=Path, default=OUT_DIR)
     ap.add_argument("--force", action="store_true", help="render even when no input changed")

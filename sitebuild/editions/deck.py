@@ -1,4 +1,4 @@
-"""``python -m sitebuild.deck`` (``make deck``): the interview deck, ``dist/deck.tsv`` (Anki import).
+"""``python -m sitebuild.editions.deck`` (``make deck``): the interview deck, ``dist/deck.tsv`` (Anki import).
 
 One row per question on the site (:func:`sitebuild.questions.load_all`), with Anki's file
 headers: the first column is the note's GUID, the question's stable id (chapter slug + number,
@@ -9,7 +9,7 @@ page), link (the question on the site), tags.
 The answer is the site's own Markdown rendered to HTML. Math stays as ``\\(…\\)`` / ``\\[…\\]``,
 which Anki typesets with its built-in MathJax (KaTeX's HTML would need KaTeX's CSS and fonts,
 which Anki does not have); every formula is first typeset by the site's KaTeX
-(:class:`sitebuild.mathrender.Renderer`), so a formula the site cannot render fails the deck too.
+(:class:`sitebuild.hooks.mathrender.Renderer`), so a formula the site cannot render fails the deck too.
 Links point to the published site (``$SITE_URL``, else mkdocs.yml's ``site_url``). No
 ``.apkg``: genanki is not among the pinned dependencies, and the TSV imports as is.
 """
@@ -95,7 +95,7 @@ def rows(base: str | None = None, check_math: bool = True) -> list[dict[str, str
     titles = {int(key[2:]): title for key, (title, _) in chapters().items()}
     out = [row(q, titles, base) for q in load_all()]
     if check_math:
-        from sitebuild.mathrender import Renderer
+        from sitebuild.hooks.mathrender import Renderer
 
         renderer = Renderer()
         try:
@@ -123,7 +123,7 @@ def read_tsv(path: Path = OUT) -> list[dict[str, str]]:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sitebuild.deck", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m sitebuild.editions.deck", description=__doc__.splitlines()[0])
     ap.add_argument("--out", type=Path, default=OUT)
     args = ap.parse_args(argv)
     n = write_tsv(args.out)

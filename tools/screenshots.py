@@ -1,4 +1,4 @@
-"""``python -m sitebuild.screenshots`` (``make screenshots``): every nav page as a reader sees it.
+"""``python -m tools.screenshots`` (``make screenshots``): every nav page as a reader sees it.
 
 Full-page PNGs at 390 px (a phone) and 1280 px, light and dark, of a fresh build, into
 ``test-output/screenshots/<page>-<palette>-<width>.png``. For people to look at before a page
@@ -37,7 +37,7 @@ def shoot(browser, url: str, name: str, scheme: str, width: str) -> None:
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sitebuild.screenshots", description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(prog="python -m tools.screenshots", description=__doc__.splitlines()[0])
     ap.add_argument("pages", nargs="*", help="page names to take (e.g. 01-why-attention home); default: every nav page")
     args = ap.parse_args(argv)
     urls = [url for _, _, url in nav_pages() if picked(url, args.pages)]

@@ -1,16 +1,16 @@
 """Charts from the complexity probes (``results/<device-tag>.json``) → ``docs/generated/*.svg``.
 
-Phone-width figures (sitebuild/render/style.py): one panel per row, legends below the axes,
+Phone-width figures (sitebuild/generate/render/_style.py): one panel per row, legends below the axes,
 series told apart by colour, marker and line style; the provenance is not drawn into the image
-(``save_svg(..., sources=)``; sitebuild/figures.py writes it as a caption line next to the figure).
+(``save_svg(..., sources=)``; sitebuild/generate/figures.py writes it as a caption line next to the figure).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from sitebuild.render.probe_select import LAYERS, ORDER, device_short, fmt_slope, primary, probe_results, short
-from sitebuild.render.style import (FIG_WIDTH, LINESTYLES, MARKERS, PALETTE, TEXT_COLOR, legend_below, log_ticks,
+from sitebuild.generate.render._probes import LAYERS, ORDER, device_short, fmt_slope, primary, probe_results, short
+from sitebuild.generate.render._style import (FIG_WIDTH, LINESTYLES, MARKERS, PALETTE, TEXT_COLOR, legend_below, log_ticks,
                                     new_figure, placeholder_svg, save_svg, series_style)
 
 
