@@ -25,7 +25,7 @@ VENV_STAMP := $(VENV)/.stamp-installed
 NODE_STAMP := node_modules/.stamp-installed
 KATEX_STAMP := $(KATEX_DIR)/.stamp-copied
 
-.PHONY: setup figures build serve test test-fast probes experiments copy-task offline audit screenshots pdf deck clean
+.PHONY: setup figures build serve test test-fast test-browser chapter probes experiments copy-task offline audit screenshots pdf deck clean
 
 setup: $(VENV_STAMP) $(NODE_STAMP) $(KATEX_STAMP)
 
@@ -63,16 +63,23 @@ build: setup figures
 serve: build
 	$(VENV)/bin/mkdocs serve --dev-addr $(HOST):$(PORT)
 
-# The whole suite: unit and claim tests, the docs' code blocks, training smoke runs, the built site in Chromium.
-# --junitxml (+ test-output/run.json, tests/conftest.py): the run the verification page reports.
-# Both test targets keep bytecode (__pycache__/, git-ignored) even where PYTHONDONTWRITEBYTECODE
-# is set: pytest then rewrites the asserts of each test module once, not in every worker every run.
-test: setup figures
-	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest --codeblocks tests docs $(XDIST) --junitxml=test-output/junit.xml
+# The suite in tiers (tests/README.md): test-fast decides what the code and the built HTML decide
+# (no Chromium, no training runs); test-browser keeps what needs a layout engine or a click; make
+# test is both, the training smoke runs and the notebooks included, in one run whose JUnit report
+# (+ test-output/run.json, tests/conftest.py) is what the verification pages report.
+# MARK="not browser" (or any -m expression) runs a part of it, as CI's two jobs do (.ci/run).
+# Every target keeps bytecode (__pycache__/, git-ignored) even where PYTHONDONTWRITEBYTECODE is
+# set: pytest then rewrites the asserts of each test module once, not in every worker every run.
+PYTEST := PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest --codeblocks tests docs $(XDIST)
 
-# Everything but the browser and the training runs (no Chromium needed).
+test: setup figures
+	$(PYTEST) $(if $(MARK),-m "$(MARK)") --junitxml=test-output/junit.xml
+
 test-fast: setup figures
-	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest --codeblocks tests docs $(XDIST) -m "not browser and not slow"
+	$(PYTEST) -m "not browser and not slow"
+
+test-browser: setup figures
+	$(PYTEST) -m browser
 
 # Measurements (wall time is measured here, never asserted in a test).
 probes: $(VENV_STAMP)

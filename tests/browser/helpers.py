@@ -6,7 +6,6 @@ The pytest fixtures that use these live in tests/browser/conftest.py. Chromium i
 
 from __future__ import annotations
 
-import contextlib
 import re
 import time
 from pathlib import Path
@@ -120,18 +119,26 @@ class Recorder:
 
 
 def wait_for_page(page) -> None:
-    """Loaded, set up by Material, fonts in, network quiet.
+    """Loaded and set up by Material at this URL, fonts in.
 
-    Math is typeset at build time (sitebuild/hooks/mathrender.py), so there is no typesetting to
-    wait for; page-init.js marks <body data-page-ready="URL"> in Material's document$
-    subscription, which also fires after every instant-navigation page switch.
+    page-init.js marks <body data-page-ready="URL"> in Material's document$ subscription, which
+    also fires after every instant-navigation page switch. Anything else a test needs (the
+    sitemap Material fetches before it intercepts clicks, the search index) it waits for itself,
+    on that request or response: never on a fixed sleep or a swallowed timeout.
     """
     page.wait_for_load_state("load")
     # a ceiling, not a speed check: a 1 MB page next to a PDF print on 2 shared cores is slow
     page.wait_for_function("() => document.body.dataset.pageReady === location.href", timeout=90_000)
-    page.evaluate("document.fonts.ready.then(() => true)")
-    with contextlib.suppress(Exception):
-        page.wait_for_load_state("networkidle", timeout=5_000)
+    evaluate_within(page, "() => document.fonts.ready.then(() => true)")
+
+
+def goto_ready_for_instant_navigation(page, url: str) -> None:
+    """Open ``url`` and wait until Material intercepts link clicks: it does so only once it has
+    fetched the site's sitemap.xml (instant navigation), which it asks for after its bundle
+    starts. A click before that reloads the page."""
+    with page.expect_response(lambda r: r.url.endswith("/sitemap.xml") and r.ok, timeout=90_000):
+        page.goto(url)
+    wait_for_page(page)
 
 
 # extra.css gives the article's blocks content-visibility: auto, so blocks far from the
@@ -152,26 +159,6 @@ def show_everything(page) -> None:
     # resize event at the old width, which page-init.js ignores (a flaky axe finding).
     set_width(page, {"width": size["width"] - 1, "height": size["height"]})
     set_width(page, size)
-
-
-# Material mounts a code block (its copy button, its tab stop when it scrolls) when the block
-# comes into view (the content.lazy feature), as a reader scrolls: bring each one into view.
-MOUNT_CODE_JS = """async () => {
-  const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
-  for (const code of document.querySelectorAll('.md-content pre > code')) {
-    code.scrollIntoView({block: 'center'});
-    await frame();
-  }
-  window.scrollTo(0, 0);
-  await frame();
-}"""
-
-
-def mount_code_blocks(page) -> None:
-    """Open the answers and tabs that hold code (as a reader would to see it), then bring
-    every block into view once, so that Material mounts it."""
-    page.eval_on_selector_all(".md-content pre > code", f"els => els.forEach({REVEAL_JS})")
-    evaluate_within(page, MOUNT_CODE_JS)
 
 
 # Text nodes under these are not prose: code, rendered math, scripts, the search UI.
@@ -285,116 +272,6 @@ SCROLL_CUE_JS = """() => {
     if (!cue) without_cue.push(tex.slice(0, 60));
   }
   return {wide: wide.length, without_cue};
-}"""
-
-
-# The blocks a page opens on (1280 x 900): none may be skipped by content-visibility: auto, or
-# it is drawn a frame late and moves everything below it (a layout shift of 0.26-0.44 on the
-# section pages that open on a formula). Read before the visit reveals anything.
-FIRST_SCREEN_JS = """() => {
-  const blocks = [...document.querySelector('.md-content__inner').children];
-  const late = blocks.filter(el => getComputedStyle(el).contentVisibility === 'auto'
-                                   && el.getBoundingClientRect().top < innerHeight);
-  return {blocks: blocks.filter(el => el.getBoundingClientRect().top < innerHeight).length,
-          late: late.map(el => el.tagName + (el.id ? '#' + el.id : '') + '.' + el.className)};
-}"""
-
-
-# Installed before the page's own scripts: what the first frame had parsed. Chromium runs
-# animation-frame callbacks only once rendering is no longer blocked, so this is the first paint's DOM.
-FIRST_FRAME_JS = """(() => {
-  requestAnimationFrame(() => {
-    const link = document.querySelector('head > link[rel=expect][blocking~=render]');
-    const id = link ? decodeURIComponent(link.getAttribute('href').slice(1)) : null;
-    const target = id && document.getElementById(id);
-    const article = document.querySelector('.md-content__inner');
-    window.__firstFrame = {target: id, parsed: !!target, blocks: article ? article.children.length : 0,
-                           target_index: target && article ? [...article.children].indexOf(target) : null};
-  });
-})();"""
-
-# The article's blocks as sitebuild/hooks/contentblocks.py prepared them, after Material has started:
-# whether the page has its own rule, and where the tables sit.
-BLOCKS_JS = """() => {
-  const blocks = [...document.querySelector('.md-content__inner').children];
-  return {count: blocks.length,
-          rules: document.querySelectorAll('head > style#cv-blocks').length,
-          bare_tables: blocks.filter(el => el.matches('table, .md-typeset__scrollwrap')).map(el => el.outerHTML.slice(0, 80)),
-          table_blocks: blocks.filter(el => el.matches('.table-block')).length,
-          wrapped_tables: document.querySelectorAll(
-            '.md-content__inner > .table-block > .md-typeset__scrollwrap > .md-typeset__table > table:only-child').length};
-}"""
-
-# The KaTeX fonts the page has loaded once everything is shown (its questions opened too), and the
-# fonts it preloads (sitebuild/hooks/mathrender.py: fonts_used), as woff2 file names.
-FONTS_JS = """async () => {
-  document.querySelectorAll('details').forEach(d => { d.open = true; });
-  await new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)));
-  await document.fonts.ready;
-  const file = f => f.family + '-' + ({normal400: 'Regular', normal700: 'Bold', italic400: 'Italic',
-                                       italic700: 'BoldItalic'})[f.style + f.weight] + '.woff2';
-  return {loaded: [...document.fonts].filter(f => f.status === 'loaded' && f.family.startsWith('KaTeX_')).map(file).sort(),
-          preloaded: [...document.querySelectorAll('link[rel=preload][as=font]')].map(l => l.href.split('/').pop()).sort()};
-}"""
-
-# What names the page: <title>, the phone header's topic, the nav's active entries, and any
-# nav or footer label that is a bare "正文".
-NAMES_JS = r"""() => ({
-  title: document.title,
-  header: document.querySelector('.md-header__topic[data-md-component=header-topic] .md-ellipsis').textContent.trim(),
-  active: [...document.querySelectorAll('nav.md-nav--primary a.md-nav__link--active')]
-            .filter(a => !a.closest('.md-nav--secondary'))  // the TOC's current heading
-            .map(a => a.textContent.trim()).filter(Boolean),
-  // the nav section the page sits in (a chapter's section pages are listed under the chapter)
-  section: [...document.querySelectorAll('nav.md-nav--primary a.md-nav__link--active')]
-            .filter(a => !a.closest('.md-nav--secondary'))
-            .map(a => a.closest('.md-nav__item--section'))
-            .map(li => li ? li.querySelector(':scope > .md-nav__link').textContent.trim() : '')[0] || '',
-  bare: [...document.querySelectorAll('nav.md-nav a.md-nav__link, .md-footer__title')]
-          .map(a => a.textContent.trim()).filter(s => /^(上一页|下一页)?\s*正文$/.test(s)),
-})"""
-
-
-IMAGES_JS = """async () => {
-  const imgs = [...document.images];
-  for (const img of imgs) img.loading = 'eager';
-  await Promise.all(imgs.map(img => img.decode().catch(() => null)));
-  return imgs.map(img => ({
-    src: img.getAttribute('src').slice(0, 120),
-    ok: img.complete && img.naturalWidth > 0 && img.naturalHeight > 0,
-    alt: img.getAttribute('alt'),
-    content: !!img.closest('.md-content'),
-    notebook: !!img.closest('.jp-OutputArea, .jp-Cell, .jupyter-wrapper'),
-  }));
-}"""
-
-ANCHORS_JS = """() => {
-  const here = location.origin + location.pathname;
-  const same = [], other = [], broken = [];
-  for (const a of document.querySelectorAll('a[href]')) {
-    let u;
-    try { u = new URL(a.href); } catch (e) { continue; }
-    if (!u.hash || u.hash === '#') continue;
-    if (u.origin + u.pathname === here) {
-      same.push(a.getAttribute('href'));
-      const id = decodeURIComponent(u.hash.slice(1));
-      if (!document.getElementById(id) && !document.getElementsByName(id).length)
-        broken.push(a.getAttribute('href'));
-    } else if (u.origin === location.origin) {
-      other.push(u.href);
-    }
-  }
-  return {same: same.length, broken, other};
-}"""
-
-COPY_TARGETS_JS = """() => {
-  const blocks = [...document.querySelectorAll('.md-content pre > code')];
-  const buttons = [...document.querySelectorAll('.md-content [data-md-type=copy][data-clipboard-target]')];
-  return {
-    blocks: blocks.length,
-    without_button: blocks.filter(c => !c.parentElement.querySelector('[data-md-type=copy]')).length,
-    buttons: buttons.map(b => b.getAttribute('data-clipboard-target')),
-  };
 }"""
 
 
@@ -547,8 +424,8 @@ def set_width(page, viewport: dict) -> None:
 def switch_palette(page, scheme: str) -> None:
     """The header's palette toggle, as a reader flips it; waits until the scheme is applied."""
     want = "slate" if scheme == "dark" else "default"
-    # the site's own toggle (docs/assets/overrides/partials/palette.html), in place of Material's
-    page.locator("form[data-md-palette] label:visible").first.click()
+    # Material's toggle, or the site's own copy of it (docs/assets/overrides/partials/palette.html)
+    page.locator("form[data-md-component=palette], form[data-md-palette]").locator("label:visible").first.click()
     page.wait_for_function("s => document.body.getAttribute('data-md-color-scheme') === s", arg=want,
                            timeout=10_000)
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
@@ -623,56 +500,28 @@ class Site:
             self.visits.append((path, round(time.monotonic() - start, 3)))
 
     def _look(self, path: str) -> dict[str, dict]:
+        """What only a layout engine can tell about this page's content: the layout at both widths,
+        the typesetting, axe (all rules in light, the colour rules again in dark), and what the
+        page said on the side (console, failed loads, requests)."""
         ctx = new_context(self.browser, "light", viewport=DESKTOP)
-        origin = "{0.scheme}://{0.netloc}".format(urlparse(self.base_url))
-        ctx.grant_permissions(["clipboard-read", "clipboard-write"], origin=origin)
         page = ctx.new_page()
-        page.add_init_script(FIRST_FRAME_JS)
         rec = Recorder(page)
         try:
             page.goto(self.url(path), wait_until="load")
             wait_for_page(page)
-            first_frame = page.evaluate("window.__firstFrame || null")
-            math = page.evaluate(MATH_JS, _NOT_PROSE)
-            first_screen = {"desktop": page.evaluate(FIRST_SCREEN_JS)}
-            set_width(page, MOBILE)  # a phone shows fewer blocks first, and fewer are rendered up front
-            first_screen["mobile"] = page.evaluate(FIRST_SCREEN_JS)
-            at_load = run_axe(page, AXE_COLOUR_RULES)  # as Lighthouse reads it: most blocks still skipped
-            set_width(page, DESKTOP)
-            blocks = page.evaluate(BLOCKS_JS)
-            show_everything(page)  # axe's colour checks, the images and the layout need painted blocks
-            mount_code_blocks(page)
-            code = page.evaluate(COPY_TARGETS_JS)
-            sample = sample_evenly(code["buttons"], COPY_SAMPLE)
+            show_everything(page)  # axe's colour checks and the layout need painted blocks
             light = {
-                "math": {k: v for k, v in math.items() if k != "prose"},
-                "raw_tex": raw_tex(math["prose"]),
-                "images": evaluate_within(page, IMAGES_JS),
-                "anchors": page.evaluate(ANCHORS_JS),
-                "names": page.evaluate(NAMES_JS),
-                "first_screen": first_screen,
-                "first_frame": first_frame,
-                "blocks": blocks,
                 "axe": run_axe(page),
-                "axe_at_load": at_load,
-                "code": code,
                 "layout": {"desktop": layout(page)},
                 "typesetting": {"desktop": typesetting(page)},
             }
-            light["copy_checked"], light["copy_bad"] = check_copy_buttons(page, sample)
-
             switch_palette(page, "dark")
-            math = page.evaluate(MATH_JS, _NOT_PROSE)
-            dark = {
-                "math": {k: v for k, v in math.items() if k != "prose"},
-                "raw_tex": raw_tex(math["prose"]),
-                "axe": run_axe(page, AXE_COLOUR_RULES),
-            }
+            dark = {"axe": run_axe(page, AXE_COLOUR_RULES),
+                    "scheme": page.evaluate("document.body.getAttribute('data-md-color-scheme')")}
             set_width(page, MOBILE)
             light["layout"]["mobile"] = layout(page)
             light["typesetting"]["mobile"] = typesetting(page)
-            light["fonts"] = evaluate_within(page, FONTS_JS)  # last: it opens every question
-            # After axe, the clicks and the palette switch, so that they are checked too.
+            # After axe and the palette switch, so that they are checked too.
             shared = {
                 "path": path,
                 "console_errors": list(rec.console_errors),
@@ -680,20 +529,9 @@ class Site:
                 "foreign_requests": rec.foreign_requests(),
                 "request_count": len(rec.requests),
             }
-            return {"light": {**shared, "scheme": "light", **light}, "dark": {**shared, "scheme": "dark", **dark}}
+            return {"light": {**shared, **light}, "dark": {**shared, **dark}}
         finally:
             ctx.close()
-
-    def ids_on_disk(self, url: str) -> set[str] | None:
-        """Element ids of a built page, read from its HTML file; None if there is no file."""
-        path = urlparse(url).path[len(urlparse(self.base_url).path):]
-        file = self.site_dir / (path + "index.html" if path.endswith("/") or not path else path)
-        if not file.is_file():
-            return None
-        if file not in self._ids:
-            html = file.read_text(encoding="utf-8")
-            self._ids[file] = set(re.findall(r"""\b(?:id|name)=["']?([^"'\s>]+)""", html))
-        return self._ids[file]
 
 
 def save_screenshot(page, name: str, full_page: bool = True) -> Path:
@@ -741,23 +579,29 @@ def search_with_worker(page, queries: list[str]) -> dict[str, list[list[dict]]]:
 
 
 def type_search(page, query: str) -> list[str]:
-    """Type into Material's search box like a reader; return the result links shown."""
+    """Enter ``query`` in Material's search box as an IME commits a word (the whole word at once),
+    then the key release Material reads the box on; return the result links shown.
+
+    The box is emptied first and the results waited away, so the results waited for next can
+    only be this query's: Material runs one query per key release."""
     label = page.locator("label.md-header__button[for='__search']")
     if label.is_visible():  # narrow screens: the search icon opens the box
         label.click()
     box = page.locator("input.md-search__input")
     box.click()
     box.fill("")
-    page.keyboard.type(query, delay=20)
+    page.keyboard.press("End")
+    page.wait_for_function("() => document.querySelectorAll('.md-search-result__item').length === 0",
+                           timeout=20_000)
+    box.fill(query)
     page.keyboard.press("End")  # Material reads the box on keyup
     page.wait_for_function(
         "q => { const m = document.querySelector('.md-search-result__meta');"
         " return document.querySelector('input.md-search__input').value === q"
-        " && document.querySelectorAll('.md-search-result__item').length > 0 && m && /\\d/.test(m.textContent); }",
+        " && document.querySelectorAll('.md-search-result__item a').length > 0 && m && /\\d/.test(m.textContent); }",
         arg=query,
         timeout=20_000,
     )
-    time.sleep(0.3)  # the list renders after the count; let the last keyup settle
     return page.eval_on_selector_all(".md-search-result__item a", "els => els.map(a => a.href)")
 
 

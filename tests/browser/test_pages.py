@@ -1,0 +1,65 @@
+"""Per page, what the page's own content decides and only a layout engine can tell: nothing widens
+the page at 1280 or 390 px, axe finds no serious violation in either palette, and a visit makes no
+console error, no failed load and no request to another host.
+
+Each page is opened once per run (tests/browser/helpers.py: Site); these tests read its report.
+What the built HTML already decides (anchors, images and alt text, titles, math, font preloads) is
+tested without a browser in tests/site/; what only the template decides (instant navigation, copy
+buttons, search, the palette) once, in test_template.py and test_palette.py.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.browser.helpers import AXE_JS, CHAPTER_URLS, NAV_URLS, page_id
+
+PAGES = [pytest.param(url, id=page_id(url)) for url in NAV_URLS]
+PAGE_SCHEMES = [
+    pytest.param(url, scheme, id=f"{page_id(url)}-{scheme}") for url in NAV_URLS for scheme in ("light", "dark")
+]
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_a_visit_is_clean_and_stays_on_the_site(site, path):
+    """No console error, uncaught exception or failed load (axe and the palette switch included),
+    and every request goes to 127.0.0.1: no CDN, no web fonts."""
+    r = site.report(path)
+    assert not r["console_errors"], "\n".join(r["console_errors"])
+    assert not r["bad_responses"], "\n".join(r["bad_responses"])
+    assert r["request_count"] > 0
+    assert not r["foreign_requests"], f"requests to other hosts: {r['foreign_requests']}"
+
+
+@pytest.mark.parametrize(("path", "scheme"), PAGE_SCHEMES)
+def test_axe_no_serious_violations(site, path, scheme):
+    """axe-core (node_modules) finds no serious or critical violation: every rule in the light
+    palette, the colour rules again in the dark one, after the reader's toggle."""
+    assert AXE_JS.is_file(), "run `make setup` (npm ci) for axe-core"
+    r = site.report(path, scheme)
+    if scheme == "dark":
+        assert r["scheme"] == "slate", "the palette toggle did not switch to the dark palette"
+    lines = [f"[{v['impact']}] {v['id']}: {v['help']} ({v['count']}x) e.g. {v['nodes'][:3]}" for v in r["axe"]]
+    assert not r["axe"], "\n".join(lines)
+
+
+@pytest.mark.parametrize("width", ["desktop", "mobile"])
+@pytest.mark.parametrize("path", PAGES)
+def test_layout_fits_the_width(site, path, width):
+    """At 1280 px and at 390 px nothing widens the page; every display formula that scrolls shows
+    a scroll shadow; no line starts with 。，；：、）」！？ right after inline math, a claim badge
+    or a link. (Screenshots to look at: `make screenshots`.)"""
+    r = site.report(path)["layout"][width]
+    overflow, cue, punct = r["overflow"], r["cue"], r["punct"]
+    assert overflow["page"] <= 0, f"{width}: page scrolls sideways by {overflow['page']} px: {overflow['offenders']}"
+    assert not cue["without_cue"], f"{width}: display formulas that scroll without a scroll shadow: {cue}"
+    assert not punct["line_starts"], f"{width}: lines that start with punctuation: {punct['line_starts']}"
+
+
+def test_layout_checks_see_what_they_check(site):
+    """The punctuation check looked at the places where such a line could start (chapter 1's
+    pages have hundreds), and the scroll-cue check saw formulas that scroll at 390 px."""
+    reports = [site.report(url)["layout"] for url in CHAPTER_URLS if url.startswith(CHAPTER_URLS[0])]
+    for width in ("desktop", "mobile"):
+        assert sum(r[width]["punct"]["checked"] for r in reports) > 200, [r[width]["punct"] for r in reports]
+    assert sum(r["mobile"]["cue"]["wide"] for r in reports) > 0, [r["mobile"]["cue"] for r in reports]

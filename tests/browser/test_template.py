@@ -1,0 +1,332 @@
+"""What only the template decides, checked once (or on the one page that shows it best): instant
+navigation, math in both palettes, the copy buttons, images, search through the box and through
+Material's worker, the bytes of a first visit, the search index on demand, the offline edition.
+
+Per-page checks (layout, axe, a clean visit) are in test_pages.py; the palette toggle in
+test_palette.py; facts of the built HTML in tests/site/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from sitebuild.editions.offline import build_offline
+from tests.browser.helpers import (
+    _NOT_PROSE,
+    CHAPTER_URLS,
+    COPY_SAMPLE,
+    MATH_JS,
+    OUTPUT,
+    REVEAL_JS,
+    Recorder,
+    check_copy_buttons,
+    evaluate_within,
+    first_load_bytes,
+    goto_ready_for_instant_navigation,
+    new_context,
+    page_id,
+    raw_tex,
+    sample_evenly,
+    search_with_worker,
+    switch_palette,
+    type_search,
+    wait_for_page,
+)
+from tests.support.build import tiny_site
+from tests.support.search import chapter_groups, evaluate, load_queries, raw_markup
+
+CHAPTERS = [pytest.param(url, id=page_id(url)) for url in CHAPTER_URLS]
+PAGE_BUDGET = 400 * 1024
+
+
+def _dump(name: str, data) -> None:
+    """Write test-output/<name> whole or not at all (a temporary file, then a rename)."""
+    out = OUTPUT / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(data, ensure_ascii=False, indent=1), encoding="utf-8")
+    tmp.replace(out)
+
+
+# ---------------------------------------------------------------------------- the template
+
+
+def _page_with_most(built_site: Path, needle: str) -> str:
+    """The chapter page whose built HTML holds ``needle`` most often (the page that shows a
+    template feature best)."""
+    def count(url: str) -> int:
+        return (built_site / url / "index.html").read_text(encoding="utf-8").count(needle)
+    return max(CHAPTER_URLS, key=count)
+
+
+def test_an_async_check_that_never_settles_fails_instead_of_hanging(chromium_browser):
+    """evaluate_within (every async page check of this suite) returns a settled result and fails a
+    promise that never settles: Playwright alone would wait for it for ever."""
+    ctx = new_context(chromium_browser)
+    try:
+        page = ctx.new_page()
+        assert evaluate_within(page, "async (n) => n + 1", 41, seconds=5) == 42
+        with pytest.raises(Exception, match="no result within 300 ms"):
+            evaluate_within(page, "() => new Promise(() => {})", seconds=0.3)
+    finally:
+        ctx.close()
+
+
+def test_instant_navigation_keeps_the_page_and_renders_math(chromium_browser, site_url):
+    """A nav click from the home page swaps the content without a reload; math is there, and back
+    on the home page too. The click waits until Material has the sitemap it needs to intercept
+    clicks (a click before that reloads the page: the race this test once lost)."""
+    ctx = new_context(chromium_browser)
+    page = ctx.new_page()
+    rec = Recorder(page)
+    try:
+        goto_ready_for_instant_navigation(page, site_url)
+        page.evaluate("window.__marker = 1")
+        target = CHAPTER_URLS[0]
+        page.locator(f"nav.md-nav--primary a.md-nav__link[href$='{target}']").first.click()
+        page.wait_for_url(site_url + target)
+        wait_for_page(page)
+        assert page.evaluate("window.__marker") == 1, "the click reloaded the page: instant navigation is off"
+        assert page.evaluate("document.querySelectorAll('.katex .katex-mathml').length") > 0
+        assert not rec.console_errors, rec.console_errors
+        page.go_back()
+        page.wait_for_url(site_url)
+        wait_for_page(page)
+        assert page.evaluate("document.querySelectorAll('.arithmatex:not(:has(.katex))').length") == 0
+        assert page.evaluate("window.__marker") == 1
+    finally:
+        ctx.close()
+
+
+def test_math_renders_in_both_palettes(chromium_browser, site_url, built_site):
+    """On the page with the most formulas, light and then dark after the reader's toggle: the
+    palette applies, every formula is typeset with its MathML, no KaTeX script, no raw TeX."""
+    path = _page_with_most(built_site, 'class="katex"')
+    ctx = new_context(chromium_browser)
+    page = ctx.new_page()
+    try:
+        page.goto(site_url + path)
+        wait_for_page(page)
+        for scheme in ("light", "dark"):
+            if scheme == "dark":
+                switch_palette(page, "dark")
+            math = page.evaluate(MATH_JS, _NOT_PROSE)
+            assert math["scheme"] == ("slate" if scheme == "dark" else "default")
+            assert not math["scripts"] and not math["katex_global"], math["scripts"]
+            assert math["katex"] >= math["arithmatex"] > 100, (path, math["katex"], math["arithmatex"])
+            assert math["mathml"] == math["katex"], "KaTeX output without MathML: screen readers get nothing"
+            assert not math["errors"] and not math["unprotected"], math
+            assert not raw_tex(math["prose"]), raw_tex(math["prose"])
+    finally:
+        ctx.close()
+
+
+def test_code_copy_button_copies_the_block(chromium_browser, site_url, built_site):
+    """On the page with the most code blocks, each block gets a copy button as it comes into view,
+    and a sample of COPY_SAMPLE buttons (first and last included) copies exactly its block."""
+    path = _page_with_most(built_site, "<pre")
+    ctx = new_context(chromium_browser)
+    ctx.grant_permissions(["clipboard-read", "clipboard-write"], origin=site_url.rstrip("/"))
+    page = ctx.new_page()
+    try:
+        page.goto(site_url + path)
+        wait_for_page(page)
+        page.eval_on_selector_all(".md-content pre > code", f"els => els.forEach({REVEAL_JS})")
+        blocks = page.locator(".md-content pre > code")
+        n = blocks.count()
+        assert n > 10, (path, n)
+        for i in range(n):  # Material mounts a block's button when the block comes into view
+            blocks.nth(i).scroll_into_view_if_needed()
+        page.wait_for_function(
+            "n => document.querySelectorAll('.md-content [data-md-type=copy][data-clipboard-target]').length === n",
+            arg=n, timeout=30_000)
+        targets = page.eval_on_selector_all(".md-content [data-md-type=copy][data-clipboard-target]",
+                                            "bs => bs.map(b => b.getAttribute('data-clipboard-target'))")
+        checked, bad = check_copy_buttons(page, sample_evenly(targets, COPY_SAMPLE))
+        assert checked == COPY_SAMPLE and not bad, bad
+    finally:
+        ctx.close()
+
+
+def test_images_load_where_the_reader_scrolls(chromium_browser, site_url, built_site):
+    """On the page with the most images, every lazy <img> loads with a size once it is shown."""
+    path = _page_with_most(built_site, "<img")
+    ctx = new_context(chromium_browser)
+    page = ctx.new_page()
+    try:
+        page.goto(site_url + path)
+        wait_for_page(page)
+        images = evaluate_within(page, """async () => {
+          const imgs = [...document.querySelectorAll('.md-content img')];
+          for (const img of imgs) img.loading = 'eager';
+          await Promise.all(imgs.map(img => img.decode().catch(() => null)));
+          return imgs.map(img => ({src: img.getAttribute('src'), ok: img.complete && img.naturalWidth > 0}));
+        }""")
+        assert len(images) > 4, (path, images)
+        assert all(i["ok"] for i in images), [i["src"] for i in images if not i["ok"]]
+    finally:
+        ctx.close()
+
+
+# ---------------------------------------------------------------------------- search
+
+
+def test_search_recall(chromium_browser, site_url, built_site):
+    """Each query's page (and section) is in the top 3 results of the shipped search worker; the
+    queries marked `first` find their chapter section before any other page; the results a
+    reader is shown (titles and previews) hold no TeX, ¶, "In [ ]:" or "Copied!"."""
+    spec = load_queries()
+    ctx = new_context(chromium_browser)
+    page = ctx.new_page()
+    try:
+        page.goto(site_url)
+        wait_for_page(page)
+        results = search_with_worker(page, [q["q"] for q in spec["queries"]])
+    finally:
+        ctx.close()
+    locations = {q: [[item["location"] for item in group] for group in chapter_groups(groups)]
+                 for q, groups in results.items()}
+    ev = evaluate(spec, locations)
+    _dump("search-recall.json", ev["report"])
+    shown = [item for groups in results.values() for group in groups[: spec["top"]] for item in group]
+    markup = raw_markup(shown)
+    n = len(spec["queries"])
+    print(f"search recall {ev['recall']:.1%} ({n - len(ev['misses'])}/{n}); "
+          f"first page right for {ev['first_rate']:.1%}; ranking misses {len(ev['rank_misses'])}/{ev['ranked']}")
+    print("misses:\n  " + "\n  ".join(ev["misses"]) if ev["misses"] else "no misses")
+    assert not markup, "raw markup in search results:\n" + "\n".join(sorted(set(markup))[:20])
+    assert not ev["rank_misses"], "\n".join(ev["rank_misses"])
+    assert ev["recall"] >= spec["min_recall"], "\n".join(ev["misses"])
+
+
+# ---------------------------------------------------------------------------- first visit
+
+
+@pytest.mark.parametrize("path", CHAPTERS)
+def test_first_load_budget(chromium_browser, gzip_site_url, path):
+    """A first visit (no cache) transfers ≤ 400 KB in all: HTML, CSS, JS, fonts, images and
+    anything fetched, the search index included if the page asked for it (it does not: it
+    waits until the reader reaches for search, see the next test).
+
+    Served with gzip, as GitHub Pages serves it; the uncompressed size is printed too.
+    """
+    b = first_load_bytes(chromium_browser, gzip_site_url + path)
+    _dump(f"budgets/{page_id(path)}.json", {path: b})  # one file per page: workers never share one
+    summary = (
+        f"{path}: {b['transfer_all']} bytes transferred in all ({b['raw']} uncompressed for HTML+CSS+JS+fonts+images);"
+        f" by type {b['transfer_by_type']}; largest: "
+        + "; ".join(f"{t} ({r} raw) {kind} {u.rsplit('/', 1)[-1] or u.rsplit('/', 2)[-2]}"
+                    for t, r, kind, u in b["largest"])
+    )
+    print(summary)
+    assert not [u for *_, u in b["largest"] if "search_index" in u], f"the search index came with the page: {summary}"
+    assert b["transfer_all"] <= PAGE_BUDGET, f"over the {PAGE_BUDGET}-byte budget: {summary}"
+
+
+# Before the page's scripts: note when Material opens its request for the index (it does as soon
+# as its bundle starts; partials/search-on-demand.js then holds the request back).
+INDEX_OPENED_JS = """(() => {
+  const open = XMLHttpRequest.prototype.open;
+  XMLHttpRequest.prototype.open = function (method, url, ...rest) {
+    if (/search_index[.]json$/.test(new URL(url, location.href).pathname)) window.__indexOpened = true;
+    return open.call(this, method, url, ...rest);
+  };
+})();"""
+
+
+def test_search_index_arrives_when_the_reader_reaches_for_search(chromium_browser, gzip_site_url):
+    """On a phone: Material asks for the index as it starts, and the request is held, so no index
+    comes with the page; a tap on the search button sends it, and typing finds chapter sections.
+    A page opened from a search result (?h=) sends it at once, so the terms can be highlighted."""
+    ctx = new_context(chromium_browser, viewport={"width": 390, "height": 844})
+    ctx.add_init_script(INDEX_OPENED_JS)
+    page = ctx.new_page()
+    asked = []
+    page.on("request", lambda r: asked.append(r.url) if "search_index" in r.url else None)
+    try:
+        page.goto(gzip_site_url + CHAPTER_URLS[1], wait_until="load")
+        wait_for_page(page)
+        page.wait_for_function("() => window.__indexOpened === true", timeout=60_000)
+        assert asked == [], asked
+        with page.expect_request(lambda r: "search_index" in r.url, timeout=30_000):
+            links = type_search(page, "梯度消失")
+        assert len(asked) == 1, asked
+        assert any("/chapters/" in link for link in links), links
+        asked.clear()
+        with page.expect_request(lambda r: "search_index" in r.url, timeout=60_000):
+            page.goto(gzip_site_url + CHAPTER_URLS[0] + "?h=softmax", wait_until="load")
+        assert len(asked) == 1, asked
+    finally:
+        ctx.close()
+
+
+# ---------------------------------------------------------------------------- offline
+
+
+TINY_CHAPTER = """# 第 {n} 章
+
+梯度消失（vanishing gradient）出现在第 {n} 章。
+
+$$
+\\frac{{\\partial h_t}}{{\\partial h_k}}=\\prod_{{i=k+1}}^{{t}}\\operatorname{{diag}}(1-h_i^2)\\,W_{{hh}}
+$$
+
+行内公式 $a_{{{n}}}^2$、$\\sqrt{{d_k}}$、$e^{{x}}$、$\\gamma$、$\\sigma$、$n$、$d$、$k$、$x$、$y$、$z$ 也要排版。
+"""
+
+
+@pytest.fixture(scope="session")
+def offline_site(tmp_path_factory) -> Path:
+    """The offline edition of a tiny site (the real configs, two chapters), zipped as `make offline`
+    does and unzipped elsewhere. The real site's content is checked on the served build above."""
+    tmp = tmp_path_factory.mktemp("offline")
+    root = tiny_site(tmp / "src", {"index.md": "# 首页\n\n离线版：$e^{i\\pi}+1=0$。\n",
+                                   "ch1.md": TINY_CHAPTER.format(n=1), "ch2.md": TINY_CHAPTER.format(n=2)})
+    zip_path = tmp / "dist" / "site-offline.zip"
+    proc = build_offline(tmp / "site-offline", zip_path, config_dir=root)
+    assert proc.returncode == 0, f"offline build failed:\n{proc.stdout}\n{proc.stderr}"
+    with zipfile.ZipFile(zip_path) as zf:
+        zf.extractall(tmp / "unzipped")
+    return tmp / "unzipped" / "site-offline"
+
+
+def test_offline_edition_over_file_url(chromium_browser, offline_site):
+    """From the unzipped folder over file://: math renders, search finds 梯度消失, nav works."""
+    assert (offline_site / "search" / "search_index.js").is_file()
+    ctx = new_context(chromium_browser)
+    page = ctx.new_page()
+    rec = Recorder(page)
+    try:
+        page.goto((offline_site / "index.html").as_uri())
+        wait_for_page(page)
+        assert page.evaluate("document.querySelectorAll('.katex .katex-mathml').length") > 0
+
+        links = type_search(page, "梯度消失")
+        chapter = "ch1.html"
+        assert any(link.split("?")[0].endswith(chapter) for link in links), links
+        page.keyboard.press("Escape")
+
+        page.evaluate("window.__marker = 1")
+        page.locator(f"nav.md-nav--primary a.md-nav__link[href$='{chapter}']").first.click()
+        page.wait_for_url(f"**/{chapter}")
+        wait_for_page(page)
+        assert page.evaluate("window.__marker") is None, "offline pages load whole (no instant navigation)"
+        assert page.evaluate("document.querySelectorAll('.katex').length") > 10
+
+        # and on to the other chapter, by its link in the nav
+        second = "ch2.html"
+        page.locator(f"nav.md-nav--primary a.md-nav__link[href$='{second}']").first.click()
+        page.wait_for_url(f"**/{second}")
+        wait_for_page(page)
+        assert page.evaluate("document.querySelectorAll('.katex').length") > 10
+
+        assert not rec.foreign_requests(allowed_hosts=()), rec.foreign_requests(allowed_hosts=())
+        assert not rec.console_errors, rec.console_errors
+        assert not rec.bad_responses, rec.bad_responses
+    finally:
+        ctx.close()
