@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 from datetime import datetime, timezone
 from importlib.metadata import version
@@ -22,30 +21,6 @@ from sitebuild.browser import CHROMIUM, chromium
 from sitebuild.serve import free_port, serve
 from tests.support.build import ROOT, site_build_command
 from tests.support.shared import reap, result, shared_dir, start
-
-
-# No test may run (setup and teardown included) for longer than this: a browser call or a shared
-# step that never returns then fails its test, with the stack it was stuck in, instead of keeping
-# the run idle until CI's limit. The longest test waits for the site build (about 90 s).
-TEST_LIMIT_S = 900
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_protocol(item, nextitem):
-    if not hasattr(signal, "SIGALRM"):  # not on Windows
-        yield
-        return
-
-    def expire(signum, frame):
-        raise TimeoutError(f"{item.nodeid} ran for over {TEST_LIMIT_S} s (tests/conftest.py: TEST_LIMIT_S)")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(TEST_LIMIT_S)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def pytest_configure(config):
