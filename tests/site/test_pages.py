@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import re
 
+from pytest_codeblocks.main import extract_from_file
 
+from tests.support.codeblocks import included_modules
 from tests.support.copyrun import run_fresh_each
 from tests.support.sections import DOCS, ROOT, page_code_includes, pages_with_code, parse_sections, section
 
@@ -71,11 +73,18 @@ def test_the_paste_detector_finds_a_paste(tmp_path):
     assert pasted_runs([page], [module]) == [f"page.md pastes snippets/attention.py:{name}"]
 
 
-def test_skip_reasons_name_test_files_that_exist():
-    """A skipped include says where it is tested; that place must exist (files move)."""
-    named = {m for page in DOCS.rglob("*.md")
-             for m in re.findall(r"tested in ((?:tests/\S+?)(?: and tests/\S+?)*)\)?\"\)", page.read_text(encoding="utf-8"))}
-    paths = {p.rstrip("/") for text in named for p in text.split(" and ")}
-    assert len(paths) >= 8
-    missing = sorted(p for p in paths if not (ROOT / p).exists())
+def test_include_only_blocks_are_skipped_and_name_files_that_exist():
+    """The root conftest.py skips a block that only includes snippet sections (their code runs in
+    test_page_code_runs_by_itself); a block with anything else runs. Every file included exists."""
+    assert included_modules('--8<-- "snippets/attention.py:sdpa"\n\n--8<-- "snippets/rnn.py:imports"\n') == [
+        "snippets/attention.py", "snippets/rnn.py"]
+    assert included_modules('--8<-- "snippets/attention.py:sdpa"\nprint(1)\n') is None
+    assert included_modules("") is None
+    blocks = [b for page in DOCS.rglob("*.md") if "generated" not in page.parts
+              for b in extract_from_file(page) if b.syntax == "python"]
+    included = [m for b in blocks for m in included_modules(b.code) or []]
+    assert len(included) > 50, "the docs' include-only blocks were not found"
+    assert not any("pytest.mark.skip" in m for b in blocks for m in b.marks if included_modules(b.code)), (
+        "an include-only block carries its own skip comment: the root conftest.py skips it")
+    missing = sorted({m for m in included if not (ROOT / m).is_file()})
     assert missing == [], missing

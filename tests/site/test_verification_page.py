@@ -15,7 +15,8 @@ from urllib.parse import urljoin, urlparse
 
 import pytest
 
-from sitebuild.hooks import claimanchors, claims
+from sitebuild.generate import claims
+from sitebuild.hooks import claimanchors
 
 BADGE_TAG = re.compile(r'<a\b[^>]*\bclass="claim"[^>]*>')
 ID = re.compile(r'\bid="([^"]+)"')
