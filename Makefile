@@ -92,6 +92,12 @@ experiments: $(VENV_STAMP)
 copy-task: $(VENV_STAMP)
 	$(PY) -m snippets.experiments.copy_task --preset $(PRESET)
 
+# A new chapter's skeleton, started the same way every time (tools/new_chapter.py): its four pages and
+# questions.md, a first claim test that fails until replaced, its nav entry and TERMS for jieba.
+# make chapter NN=07 SLUG=positional-encoding TITLE="位置编码：从正弦到 RoPE" [TERMS="正弦位置编码"]
+chapter: $(VENV_STAMP)
+	$(PY) -m tools.new_chapter --number "$(NN)" --slug "$(SLUG)" --title "$(TITLE)" $(if $(TERMS),--terms "$(TERMS)")
+
 clean:
 	rm -rf site site-offline dist docs/generated $(KATEX_DIR) test-output lighthouse .pytest_cache .cache/katex
 

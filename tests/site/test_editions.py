@@ -42,7 +42,7 @@ def decks(tmp_path_factory):
 
 def test_deck_has_one_row_per_question_with_unique_stable_ids(decks):
     a, b = (deck.read_tsv(p) for p in decks)
-    assert len(a) == len(QUESTIONS) == 71
+    assert len(a) == len(QUESTIONS) >= 71  # test_questions.py checks QUESTIONS against the files
     ids = [r["id"] for r in a]
     assert len(set(ids)) == len(ids)
     assert ids == [q.uid for q in QUESTIONS] and ids[0] == "01-why-attention/1.1"

@@ -27,7 +27,9 @@ def test_every_chapter_has_numbered_questions_at_three_levels():
     for chapter in per_chapter:
         assert {q.stars for q in QUESTIONS if q.chapter == chapter} == {1, 2, 3}, chapter
     numbers = [q.number for q in QUESTIONS]
-    assert len(numbers) == len(set(numbers)) == 71
+    # every question the files hold is parsed (not a literal count: a new chapter adds questions)
+    written = sum(len(re.findall(r"^\?\?\?\+? question ", f.read_text(encoding="utf-8"), re.M)) for f in files)
+    assert len(numbers) == len(set(numbers)) == written >= 71
     assert [q.anchor for q in QUESTIONS[:2]] == ["q-1-1", "q-1-2"]
     assert len({q.uid for q in QUESTIONS}) == len(QUESTIONS)
 
