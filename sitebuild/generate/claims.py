@@ -6,8 +6,8 @@ text="…")`` (``title="…"`` optional); a page cites it with a badge linking t
 nothing is imported or run) and writes ``docs/generated/verification-table.md``, which
 ``docs/verification.md`` includes. Each entry has:
 
-* a title: the badge's text and a human title (``title=``, sitebuild/generate/claim_titles.yml, or
-  the heading/question/bold lead its first badge sits under), with the id as a small label;
+* a title: the badge's text and a human title (the marker's ``title=``, else the heading, question
+  or bold lead its first badge sits under), with the id as a small label;
 * the claim text, its plain formula notation (``h_{T−k}``, ``0.9^k``) set as sub/superscripts;
 * "出现在": a link to every badge that cites it, by the id :mod:`sitebuild.hooks.claimanchors`
   gives that badge in the build (the same function numbers both);
@@ -30,10 +30,8 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-from functools import cache
 from xml.etree import ElementTree
 
-import yaml
 
 from sitebuild.hooks import claimanchors
 from sitebuild.config import chapters, nav_pages
@@ -45,7 +43,6 @@ OUT = DOCS / "generated" / "verification-table.md"
 # The last `make test` run: pytest's junit XML and the commit/date/torch record tests/conftest.py writes.
 JUNIT = ROOT / "test-output" / "junit.xml"
 RUN_RECORD = ROOT / "test-output" / "run.json"
-TITLES = Path(__file__).resolve().parent / "claim_titles.yml"
 
 CLAIM_ID = re.compile(r"^ch\d{2}-[a-z0-9][a-z0-9-]*$")
 PAGE_REF = re.compile(r"verification\.md#(ch\d{2}-[a-z0-9][a-z0-9-]*)")
@@ -276,21 +273,15 @@ def _script(m: re.Match) -> str:
     return f"<{tag}>{body}</{tag}>"
 
 
-@cache
-def titles() -> dict[str, str]:
-    """Hand-written titles (sitebuild/generate/claim_titles.yml): claim id -> title."""
-    return yaml.safe_load(TITLES.read_text(encoding="utf-8")) or {}
-
-
 def _title(claim: Claim, occurrences: list[Occurrence]) -> str:
     """"C03 · tanh RNN：梯度消失的充分条件": the badge's own text, then a title, in that order of
-    preference: claim(title=…), sitebuild/generate/claim_titles.yml, the bold lead, heading or question
-    that the first badge with one (on a chapter page, if any) sits under."""
+    preference: the marker's ``title=``, else the bold lead, heading or question that the first badge
+    with one (on a chapter page, if any) sits under."""
     ordered = [o for o in occurrences if o.page.startswith("chapters/")] + occurrences
     label = ordered[0].label if ordered else claim.id.split("-", 1)[1].upper()
     context = next((o.context for o in ordered if o.context), "")
     context = re.sub(r"^[\d.]+\s*", "", context.replace("\u3000", " "))  # a question's number
-    title = claim.title or titles().get(claim.id) or context
+    title = claim.title or context
     if title == label or not title:
         return label
     return f"{label} · {readable(title)}"

@@ -15,7 +15,8 @@ from urllib.parse import urljoin, urlparse
 
 import pytest
 
-from sitebuild.hooks import claimanchors, claims
+from sitebuild.generate import claims
+from sitebuild.hooks import claimanchors
 
 BADGE_TAG = re.compile(r'<a\b[^>]*\bclass="claim"[^>]*>')
 ID = re.compile(r'\bid="([^"]+)"')
@@ -107,8 +108,21 @@ def test_every_claim_has_a_title_beyond_its_badge_text():
     assert bare == []
 
 
-def test_titles_file_names_only_existing_claims():
-    assert set(claims.titles()) <= {c.id for c in claims.collect_claims()}
+def test_a_claim_title_is_read_from_its_marker(tmp_path):
+    """``title=`` in the marker names the claim; without it the heading its first badge sits under does."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_x.py").write_text(
+        "import pytest\n\n\n"
+        '@pytest.mark.claim("ch01-x", paper="§1", title="标记里的标题", text="t")\n'
+        "def test_x():\n    pass\n\n\n"
+        '@pytest.mark.claim("ch01-y", paper="§1", text="t")\n'
+        "def test_y():\n    pass\n", encoding="utf-8")
+    x, y = claims.collect_claims(tests)
+    assert (x.title, y.title) == ("标记里的标题", None)
+    badge = [claims.Occurrence("chapters/01-x/a.md", "claim-ch01-x-1", "示例", "所在的小节")]
+    assert claims._title(x, badge) == "示例 · 标记里的标题"
+    assert claims._title(y, badge) == "示例 · 所在的小节"
 
 
 @pytest.mark.parametrize("text, html", [
