@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from sitebuild import deck, pdf
+from sitebuild.editions import deck, pdf
 from sitebuild.questions import load_all
 from tests.support.shared import once
 

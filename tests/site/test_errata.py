@@ -9,7 +9,7 @@ import re
 import pytest
 
 from sitebuild.generate.claims import collect_claims
-from sitebuild.generate.render import errata
+from sitebuild.generate.render import page_errata as errata
 from tests.support.sections import DOCS
 
 

@@ -7,9 +7,9 @@ import json
 import re
 from pathlib import Path
 
-from sitebuild import figures
+from sitebuild.generate import figures
 from sitebuild.generate.figures import OUT_DIR as GENERATED
-from sitebuild.generate.render import style
+from sitebuild.generate.render import _style as style
 from sitebuild.generate.render._probes import probe_results
 from snippets.results import RESULTS_DIR, load_all
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from sitebuild import notebooks
+from sitebuild.generate import notebooks
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "docs/notebooks").glob("*.ipynb"))
