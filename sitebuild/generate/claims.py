@@ -398,7 +398,9 @@ def render_pages(claims: list[Claim], occurrences: dict[str, list[Occurrence]],
     out: dict[str, str] = {}
     index = _summary(claims, status, run, "")
     for key, items in _by_chapter(claims, occurrences).items():
-        title = titles.get(key, (key, None))[0]
+        if key not in titles:  # a chapter not in the nav yet has no page (its claims are in the table)
+            continue
+        title = titles[key][0]
         page = page_src(VERIFICATION, key)
         counts = "，".join(f"{n} 个{words}" for s, words in COUNT_WORDS.items()
                           if (n := sum(status[c.id] == s for c in items)))
@@ -406,7 +408,7 @@ def render_pages(claims: list[Claim], occurrences: dict[str, list[Occurrence]],
                   f"[本章的 {len(items)} 个论断](/{page})" + (f"（{counts}）" if counts else "") + "：" +
                   (" · ".join(f"[{_title(c, occurrences.get(c.id, [])).split(' · ')[0]}](/{page}#{c.id})"
                               for c in items) or "尚无论断。"), ""]
-        body = [neighbours(VERIFICATION, key, titles) if key in titles else "", ""]
+        body = [neighbours(VERIFICATION, key, titles), ""]
         body += _summary(items, status, run, "本章")
         body += _entries(items, occurrences, status, run, "##") if items else ["本章尚无论断。", ""]
         out[VERIFICATION.generated.format(key=key)] = "\n".join(body) + "\n"

@@ -136,3 +136,21 @@ def test_the_bank_index_links_every_chapter_and_old_question_links_land(built_si
     mapped = {i: rel for rel, ids in json.loads(m[1]).items() for i in ids}
     assert {q.anchor: mapped.get(q.anchor) for q in QUESTIONS} == {q.anchor: f"ch{q.chapter:02d}/" for q in QUESTIONS}
     assert not re.search(r'id="q-\d+-\d+"', index)  # no question is left on the index itself
+
+
+def test_the_bank_has_a_page_per_chapter_of_the_nav(monkeypatch):
+    """Each chapter's questions on its own page of the bank, linked to their answers; a chapter in the
+    nav without questions yet gets a page that says so (no file to write per chapter)."""
+    from sitebuild.config import chapters
+    from sitebuild.generate.render import page_questionbank
+
+    titles = {**chapters(), "ch99": ("第 99 章 新的一章", "chapters/99-new/index.md")}
+    monkeypatch.setattr(page_questionbank, "chapters", lambda: titles)
+    pages = page_questionbank.render_pages()
+    assert set(pages) == {page_questionbank.INDEX} | {f"question-bank-{key}.md" for key in titles}
+    for q in QUESTIONS:
+        page = pages[f"question-bank-ch{q.chapter:02d}.md"]
+        assert page.count(f"](/chapters/{q.slug}/interview.md#{q.anchor}){{ .qbank-answer }}") == 1, q.number
+        assert f"**一句话**：{q.core}" in page
+    assert "本章尚无面试题" in pages["question-bank-ch99.md"] and "qbank-controls" not in pages["question-bank-ch99.md"]
+    assert f"共 {len(QUESTIONS)} 题" in pages[page_questionbank.INDEX]

@@ -145,6 +145,25 @@ def test_the_index_links_every_chapter_page_with_its_count(built_site):
 # --- the entries ------------------------------------------------------------------------------
 
 
+def test_a_new_chapter_gets_its_pages_from_the_nav_alone(monkeypatch):
+    """No file per chapter: a chapter in the nav gets its verification page (and its question bank page),
+    listed after the index by nav_pages(), even before it has a claim."""
+    from sitebuild import refpages
+
+    titles = {**chapters(), "ch99": ("第 99 章 新的一章", "chapters/99-new/index.md")}
+    monkeypatch.setattr(claims, "chapters", lambda: titles)
+    pages = claims.render_pages(claims.collect_claims()[:3], {}, None)
+    assert set(pages) == {claims.INDEX} | {f"verification-{key}.md" for key in titles}
+    assert "本章尚无论断" in pages["verification-ch99.md"]
+    assert "[本章的 0 个论断](/verification/ch99.md)" in pages[claims.INDEX]
+    nav = refpages.with_chapter_pages([("验证清单", "verification.md"), ("面试题库", "interview.md")], titles)
+    srcs = [src for _, src in nav]
+    assert srcs.index("verification/ch99.md") < srcs.index("interview.md") < srcs.index("interview/ch99.md") == len(srcs) - 1
+    assert ("验证清单 · 第 99 章 新的一章", "verification/ch99.md") in nav
+    assert refpages.page_markdown(refpages.VERIFICATION, "ch99", "第 99 章 新的一章").endswith(
+        '--8<-- "docs/generated/verification-ch99.md"\n')
+
+
 def test_entry_has_a_human_title_an_id_label_and_its_test_source(built_site):
     html = _html(built_site, "verification/ch01/")
     entry = html[html.index('<h2 id="ch01-c03"') :]

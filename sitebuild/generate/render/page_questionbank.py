@@ -37,13 +37,13 @@ def render_pages() -> dict[str, str]:
     """{file name in docs/generated/: Markdown}: the index's list and every chapter's page body."""
     titles = chapters()
     found = {f"ch{ch.number:02d}": ch for ch in by_chapter()}
-    index: list[str] = [f"共 {sum(len(ch.questions) for ch in found.values())} 题，分属 {len(found)} 章。\n"]
+    listed = [found[key] for key in titles if key in found]
+    index: list[str] = [f"共 {sum(len(ch.questions) for ch in listed)} 题，分属 {len(listed)} 章。\n"]
     out: dict[str, str] = {}
-    for key in dict.fromkeys([*titles, *found]):
+    for key, (title, _) in titles.items():  # a chapter not in the nav yet has no page
         ch = found.get(key)
-        title = titles.get(key, (ch.title if ch else key, None))[0]
         page = page_src(QUESTION_BANK, key)
-        body = [neighbours(QUESTION_BANK, key, titles) if key in titles else ""]
+        body = [neighbours(QUESTION_BANK, key, titles)]
         index.append(f"## {title}\n")
         if ch is None:
             out[QUESTION_BANK.generated.format(key=key)] = "\n".join(body + ["本章尚无面试题。\n"])
