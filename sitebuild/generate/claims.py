@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from xml.etree import ElementTree
 
-
 from sitebuild.hooks import claimanchors
 from sitebuild.config import chapters, nav_pages
 from sitebuild.refpages import VERIFICATION, neighbours, page_src
