@@ -71,22 +71,32 @@ def picked(url: str, wanted: list[str]) -> bool:
 
 
 def nav_pages(name: str = "mkdocs.yml") -> list[tuple[str, str, str]]:
-    """[(nav title, source path, site-relative URL)] for every page in the nav."""
+    """[(nav title, source path, site-relative URL)] for every page of the site, in reading order: the
+    nav's pages, and right after the verification list and the question bank their chapter pages,
+    which the build adds outside the sidebar (:mod:`sitebuild.refpages`)."""
+    from sitebuild.refpages import with_chapter_pages
+
     cfg = _yaml(name)
-    return [(t, s, src_to_url(s, cfg.get("use_directory_urls", True))) for t, s in _flatten(cfg["nav"])]
+    pages = with_chapter_pages(_flatten(cfg["nav"]), chapters(name))
+    return [(t, s, src_to_url(s, cfg.get("use_directory_urls", True))) for t, s in pages]
 
 
-def chapters() -> dict[str, tuple[str, str]]:
+def chapters(name: str = "mkdocs.yml") -> dict[str, tuple[str, str]]:
     """{"ch01": (chapter title, "chapters/01-…/index.md")} from the nav, in order.
 
     The title is the page's first heading (``# 第 01 章 …``), so the claims page names a
     chapter as the chapter does.
     """
+    return chapters_of(_flatten(_yaml(name)["nav"]), ROOT / "docs")
+
+
+def chapters_of(pages: list[tuple[str, str]], docs: Path) -> dict[str, tuple[str, str]]:
+    """:func:`chapters` for a nav's ``[(title, source)]`` over the docs folder ``docs``."""
     out = {}
-    for _, src, _ in nav_pages():
+    for _, src in pages:
         m = re.fullmatch(r"chapters/(\d{2})-[^/]+/index\.md", src)
         if m:
-            text = (ROOT / "docs" / src).read_text(encoding="utf-8")
+            text = (docs / src).read_text(encoding="utf-8")
             heading = next((ln[2:].strip() for ln in text.splitlines() if ln.startswith("# ")), src)
             out[f"ch{m.group(1)}"] = (re.split(r"[：:]|——", heading.replace("\u3000", " "), maxsplit=1)[0], src)
     return out

@@ -177,14 +177,15 @@ def load_all(chapters_dir: Path = CHAPTERS_DIR) -> list[Question]:
 
 class QuestionAnchors(Treeprocessor):
     """``<details class="question">`` whose summary starts with "N.M　" gets ``id="q-N-M"``,
-    ``data-chapter`` and ``data-stars`` (from the ``### ⭐…`` heading above it), so that links
+    ``data-chapter`` and ``data-stars`` (from the ⭐ heading above it: ``###`` in questions.md,
+    ``##`` on the question bank's pages), so that links
     to a question, the bank's filter and the PDF all find it. Runs before MkDocs collects the
     page's anchors, so ``mkdocs build --strict`` validates links to ``#q-N-M``."""
 
     def run(self, root: etree.Element) -> None:
         stars = 0
         for el in root.iter():
-            if el.tag == "h3" and (m := re.match(r"\s*(⭐+)", "".join(el.itertext()))):
+            if el.tag in ("h2", "h3") and (m := re.match(r"\s*(⭐+)", "".join(el.itertext()))):
                 stars = len(m.group(1))
             elif el.tag == "details" and "question" in (el.get("class") or "").split():
                 summary = el.find("summary")

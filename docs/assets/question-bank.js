@@ -1,7 +1,7 @@
-// The question bank's controls (docs/interview.md, .qbank-controls): filter by chapter and
-// difficulty, reveal or hide every answer. The questions carry data-chapter / data-stars (set
-// at build time by sitebuild/questions.py). Without this script the controls stay hidden and
-// every question is still there, collapsed, with its one-line core and a link to its answer.
+// The controls of a question bank page (interview/chNN/, .qbank-controls): filter by difficulty,
+// reveal or hide every answer. The questions carry data-chapter / data-stars (set at build time
+// by sitebuild/questions.py). Without this script the controls stay hidden and every question is
+// still there, collapsed, with its one-line core and a link to its answer.
 //
 // The bank does not repeat the answers (sitebuild/generate/render/page_questionbank.py): a question that is
 // opened fetches its chapter's questions page once (same site, so no request leaves it) and
@@ -58,29 +58,11 @@
     bar.dataset.ready = "1";
     var article = bar.closest("article") || document;
     var questions = Array.prototype.slice.call(article.querySelectorAll("details.question[data-chapter]"));
-    var chapter = bar.querySelector("#qbank-chapter");
     var stars = bar.querySelector("#qbank-stars");
     var count = bar.querySelector(".qbank-count");
 
-    // chapter options: one per chapter present, named by the h2 above its first question
-    var seen = {};
-    questions.forEach(function (q) {
-      var n = q.dataset.chapter;
-      if (seen[n]) return;
-      seen[n] = true;
-      var el = q, title = "";
-      while ((el = el.previousElementSibling)) {
-        if (el.tagName === "H2") { title = el.textContent.replace("¶", "").trim(); break; }
-      }
-      var opt = document.createElement("option");
-      opt.value = n;
-      opt.textContent = title || "第 " + n + " 章";
-      chapter.appendChild(opt);
-    });
-
     function visible(q) {
-      return (!chapter.value || q.dataset.chapter === chapter.value) &&
-             (!stars.value || q.dataset.stars === stars.value);
+      return !stars.value || q.dataset.stars === stars.value;
     }
 
     function apply() {
@@ -112,7 +94,6 @@
       if (q.open) loadAnswer(q);  // opened by its anchor (#q-3-1) before this ran
     });
 
-    chapter.addEventListener("change", apply);
     stars.addEventListener("change", apply);
     bar.querySelector("[data-qbank=open]").addEventListener("click", function () { reveal(true); });
     bar.querySelector("[data-qbank=close]").addEventListener("click", function () { reveal(false); });

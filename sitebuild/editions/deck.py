@@ -3,8 +3,8 @@
 One row per question on the site (:func:`sitebuild.questions.load_all`), with Anki's file
 headers: the first column is the note's GUID, the question's stable id (chapter slug + number,
 ``01-why-attention/1.3``), so importing a newer deck updates the cards instead of adding copies.
-Columns: id, question, answer, difficulty (stars), chapter, claims (links to the verification
-page), link (the question on the site), tags.
+Columns: id, question, answer, difficulty (stars), chapter, claims (links to the claims on the
+verification pages), link (the question on its chapter's page of the question bank), tags.
 
 The answer is the site's own Markdown rendered to HTML. Math stays as ``\\(…\\)`` / ``\\[…\\]``,
 which Anki typesets with its built-in MathJax (KaTeX's HTML would need KaTeX's CSS and fonts,
@@ -26,6 +26,7 @@ import markdown
 
 from sitebuild.config import ROOT, _yaml, chapters, src_to_url
 from sitebuild.questions import Question, load_all
+from sitebuild.refpages import claim_page, question_page
 
 OUT = ROOT / "dist" / "deck.tsv"
 COLUMNS = ("id", "question", "answer", "difficulty", "chapter", "claims", "link", "tags")
@@ -34,6 +35,8 @@ EXTENSIONS = ["abbr", "admonition", "attr_list", "def_list", "footnotes", "md_in
 MATH = re.compile(r'<(span|div) class="arithmatex">(.*?)</\1>', re.S)
 HREF = re.compile(r'href="([^"]*)"')
 PRE = re.compile(r"<pre\b.*?</pre>", re.S)
+CLAIM_ID = re.compile(r"ch\d{2}-[a-z0-9][a-z0-9-]*")
+QUESTION_ANCHOR = re.compile(r"q-(\d+)-(\d+)")
 
 
 def site_url() -> str:
@@ -43,12 +46,16 @@ def site_url() -> str:
 
 
 def _absolute(href: str, base: str) -> str:
-    """A docs link (``/verification.md#x``, ``#q-2-11``) -> the page on the published site."""
+    """A docs link (``/verification.md#x``, ``#q-2-11``) -> the page on the published site: a claim
+    on its chapter's verification page, a question on its chapter's page of the question bank."""
     if "://" in href or href.startswith("mailto:"):
         return href
-    if href.startswith("#"):
-        return base + "interview/" + href
     path, _, frag = href.partition("#")
+    if path.lstrip("/") == "verification.md" and CLAIM_ID.fullmatch(frag):
+        path = claim_page(frag)
+    elif not path:
+        m = QUESTION_ANCHOR.fullmatch(frag)
+        path = question_page(int(m[1])) if m else "interview.md"
     url = base + src_to_url(path.lstrip("/")) if path.endswith(".md") else base + path.lstrip("/")
     return url + (f"#{frag}" if frag else "")
 
@@ -73,9 +80,9 @@ def formulas(field_html: str) -> list[tuple[str, bool]]:
 
 
 def row(q: Question, titles: dict[int, str], base: str) -> dict[str, str]:
-    claims = " ".join(f'<a href="{base}verification/#{c}">{c}</a>' for c in q.claims)
+    claims = " ".join(f'<a href="{_absolute(f"/verification.md#{c}", base)}">{c}</a>' for c in q.claims)
     chapter = titles.get(q.chapter, f"第 {q.chapter:02d} 章")
-    link = f'<a href="{base}interview/#{q.anchor}">{q.number}</a>'
+    link = f'<a href="{_absolute(f"#{q.anchor}", base)}">{q.number}</a>'
     # Anki's Basic note type keeps two fields: the answer also carries the other columns
     meta = f"{'⭐' * q.stars} · {chapter} · 网站上的这道题：{link}" + (f" · 论断：{claims}" if claims else "")
     return {

@@ -2,8 +2,9 @@
 
 Built from the same pages as the site, never from a second source: a strict build of the site
 (math already typeset by sitebuild/hooks/mathrender.py), then one print page that concatenates the
-built articles in nav order (chapters, cheat sheet, question bank, verification appendix,
-errata, glossary), printed by the Debian Chromium the tests use, through playwright's
+built articles in the order of :func:`sitebuild.config.nav_pages` (chapters, question bank,
+cheat sheet, verification appendix, errata, glossary; the question bank and the appendix a page
+per chapter), printed by the Debian Chromium the tests use, through playwright's
 ``page.pdf``: A4, page numbers in the footer, the headings as PDF bookmarks (outline, which
 Chromium builds from a tagged PDF). Tags cost: one structure element per element printed, so
 the print page drops KaTeX's MathML copy and Pygments' token spans (25 MB → under 10 MB). Why our own print page and not mkdocs-print-site-plugin: one more pinned dependency and a
@@ -45,7 +46,9 @@ MATHML = re.compile(r'<span class="katex-mathml"><math.*?</math></span>', re.S)
 # structure element per token
 CODE = re.compile(r"(<code[^>]*>)(.*?)(</code>)", re.S)
 TOKEN = re.compile(r"</?span[^>]*>")
-CLAIM = re.compile(r'(<a class="claim" href="#verification--([\w-]+)"[^>]*>.*?</a>)', re.S)
+# a badge in the print page: its href is the claim's entry on its chapter's verification page
+CLAIM = re.compile(r'(<a class="claim" href="#(verification-ch\d\d--[\w-]+)"[^>]*>.*?</a>)', re.S)
+ENTRY = re.compile(r'<h[1-6] id="(verification-ch\d\d--ch\d\d-[\w-]+)">')
 BOOK_TITLE = "Transformer 论文精读 · 可验证版"
 
 FOOTER = ('<div style="font-size:8px;width:100%;text-align:center;color:#555;">'
@@ -190,16 +193,14 @@ def compose(site_dir: Path, font: Path | None = None) -> str:
         articles.append(f'<section class="book-page" id="{page_id(url)}">{body}</section>')
         toc.append(f'<li><a href="#{page_id(url)}">{html.escape(title)}</a></li>')
     text = "\n".join(articles)
-    # claim badges -> [Vn], numbered in the order of the appendix
-    appendix = next((a for a in articles if 'id="verification"' in a[:80]), "")
-    order = list(dict.fromkeys(re.findall(r'id="verification--([\w-]+)"', appendix)))
-    cited = set(re.findall(r'<a class="claim" href="#verification--([\w-]+)"', text))
-    label = {cid: f"V{n}" for n, cid in enumerate([c for c in order if c in cited], start=1)}
-    text = CLAIM.sub(lambda m: m.group(1) + (f'<a class="claim-ref" href="#verification--{m.group(2)}">[{label[m.group(2)]}]</a>'
+    # claim badges -> [Vn], numbered in the order of the appendix (the verification pages, a chapter each)
+    order = list(dict.fromkeys(ENTRY.findall(text)))
+    cited = {m.group(2) for m in CLAIM.finditer(text)}
+    label = {target: f"V{n}" for n, target in enumerate([t for t in order if t in cited], start=1)}
+    text = CLAIM.sub(lambda m: m.group(1) + (f'<a class="claim-ref" href="#{m.group(2)}">[{label[m.group(2)]}]</a>'
                                              if m.group(2) in label else ""), text)
-    for cid, lab in label.items():
-        text = re.sub(rf'(<h[2-6] id="verification--{re.escape(cid)}">)',
-                      rf'\1<span class="claim-ref-target">[{lab}]</span>', text, count=1)
+    text = ENTRY.sub(lambda m: m.group(0) + (f'<span class="claim-ref-target">[{label[m.group(1)]}]</span>'
+                                             if m.group(1) in label else ""), text)
     text = text.replace("⭐", "★")  # a text glyph (DejaVu), not a colour-emoji bitmap
     links = "\n".join(f'<link rel="stylesheet" href="{s}">' for s in sheets)
     fonts = ""

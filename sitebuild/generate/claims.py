@@ -2,12 +2,15 @@
 
 A test declares the claim it proves with ``@pytest.mark.claim("ch01-c03", paper="§…",
 text="…")`` (``title="…"`` optional); a page cites it with a badge linking to
-``verification.md#ch01-c03``. This module reads both (tests through ``ast``, pages as text,
-nothing is imported or run) and writes ``docs/generated/verification-table.md``, which
-``docs/verification.md`` includes. Each entry has:
+``/verification.md#ch01-c03``. This module reads both (tests through ``ast``, pages as text,
+nothing is imported or run) and writes, into ``docs/generated/``, a page body per chapter of the
+nav (``verification-ch01.md``: the page ``verification/ch01/`` that sitebuild/hooks/refpages.py
+adds, :mod:`sitebuild.refpages`), the list of chapters ``docs/verification.md`` includes
+(``verification-index.md``), and every claim in one file, which a release attaches
+(``verification-table.md``). Each entry has:
 
-* a title: the badge's text and a human title (``title=``, sitebuild/generate/claim_titles.yml, or
-  the heading/question/bold lead its first badge sits under), with the id as a small label;
+* a title: the badge's text and a human title (the marker's ``title=``, else the heading, question
+  or bold lead its first badge sits under), with the id as a small label;
 * the claim text, its plain formula notation (``h_{T−k}``, ``0.9^k``) set as sub/superscripts;
 * "出现在": a link to every badge that cites it, by the id :mod:`sitebuild.hooks.claimanchors`
   gives that badge in the build (the same function numbers both);
@@ -30,22 +33,21 @@ import re
 import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
-from functools import cache
 from xml.etree import ElementTree
-
-import yaml
 
 from sitebuild.hooks import claimanchors
 from sitebuild.config import chapters, nav_pages
+from sitebuild.refpages import VERIFICATION, neighbours, page_src
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 TESTS = ROOT / "tests"
+# Every claim in one file (a release attaches it); the site shows them a chapter a page (sitebuild/refpages.py).
 OUT = DOCS / "generated" / "verification-table.md"
+INDEX = "verification-index.md"  # the list of chapters docs/verification.md includes
 # The last `make test` run: pytest's junit XML and the commit/date/torch record tests/conftest.py writes.
 JUNIT = ROOT / "test-output" / "junit.xml"
 RUN_RECORD = ROOT / "test-output" / "run.json"
-TITLES = Path(__file__).resolve().parent / "claim_titles.yml"
 
 CLAIM_ID = re.compile(r"^ch\d{2}-[a-z0-9][a-z0-9-]*$")
 PAGE_REF = re.compile(r"verification\.md#(ch\d{2}-[a-z0-9][a-z0-9-]*)")
@@ -232,6 +234,7 @@ def claim_status(claim: Claim, run: Run | None) -> str:
 
 
 STATUS_TEXT = {"passed": "✔ 通过", "failed": "✘ 未通过", "skipped": "跳过", "none": "尚无运行记录"}
+COUNT_WORDS = {"passed": "通过", "failed": "未通过", "skipped": "跳过", "none": "尚无运行记录"}
 
 
 def _run_words(run: Run) -> str:
@@ -276,21 +279,15 @@ def _script(m: re.Match) -> str:
     return f"<{tag}>{body}</{tag}>"
 
 
-@cache
-def titles() -> dict[str, str]:
-    """Hand-written titles (sitebuild/generate/claim_titles.yml): claim id -> title."""
-    return yaml.safe_load(TITLES.read_text(encoding="utf-8")) or {}
-
-
 def _title(claim: Claim, occurrences: list[Occurrence]) -> str:
     """"C03 · tanh RNN：梯度消失的充分条件": the badge's own text, then a title, in that order of
-    preference: claim(title=…), sitebuild/generate/claim_titles.yml, the bold lead, heading or question
-    that the first badge with one (on a chapter page, if any) sits under."""
+    preference: the marker's ``title=``, else the bold lead, heading or question that the first badge
+    with one (on a chapter page, if any) sits under."""
     ordered = [o for o in occurrences if o.page.startswith("chapters/")] + occurrences
     label = ordered[0].label if ordered else claim.id.split("-", 1)[1].upper()
     context = next((o.context for o in ordered if o.context), "")
     context = re.sub(r"^[\d.]+\s*", "", context.replace("\u3000", " "))  # a question's number
-    title = claim.title or titles().get(claim.id) or context
+    title = claim.title or context
     if title == label or not title:
         return label
     return f"{label} · {readable(title)}"
@@ -317,59 +314,110 @@ def _where(occurrences: list[Occurrence]) -> str:
     return "；".join(links) or "（无）"
 
 
-def render(claims: list[Claim], occurrences: dict[str, list[Occurrence]], run: Run | None) -> str:
-    by_chapter: dict[str, list[Claim]] = {}
-    for claim in claims:
-        claim.pages = list(dict.fromkeys(o.page for o in occurrences.get(claim.id, [])))
-        by_chapter.setdefault(claim.id[:4], []).append(claim)
-
-    status = {c.id: claim_status(c, run) for c in claims}
-    passed = sum(s == "passed" for s in status.values())
-    out = [f"共 {len(claims)} 个论断，每个都由 `make test` 运行的测试证明。", ""]
+def _summary(claims: list[Claim], status: dict[str, str], run: Run | None, whole: str) -> list[str]:
+    """The opening lines: how many claims, and the last recorded run (or that there is none)."""
+    passed = sum(status[c.id] == "passed" for c in claims)
+    out = [f"{whole}共 {len(claims)} 个论断，每个都由 `make test` 运行的测试证明。", ""]
     if run is None:
         out += ["!!! info \"尚无运行记录\"",
                 "    构建本站时没有找到测试运行记录（`make test` 会写下 `test-output/junit.xml`），"
                 "所以下面每个论断都标为「尚无运行记录」：本页不替没有记录的运行报结果。", ""]
     else:
         out += [f"**最近一次记录的测试运行**：{_run_words(run)}。其中 {passed} 个论断的测试通过，"
-                f"{sum(s == 'failed' for s in status.values())} 个未通过，"
-                f"{sum(s == 'none' for s in status.values())} 个不在这次运行里（尚无运行记录）。", ""]
+                f"{sum(status[c.id] == 'failed' for c in claims)} 个未通过，"
+                f"{sum(status[c.id] == 'none' for c in claims)} 个不在这次运行里（尚无运行记录）。", ""]
+    return out
 
-    for chapter in sorted(by_chapter):
-        title, _ = chapters().get(chapter, (chapter, None))
-        items = sorted(by_chapter[chapter], key=lambda c: c.id)
-        heads = {c.id: _title(c, occurrences.get(c.id, [])) for c in items}
-        out += [f"## {title}", "", "| 论断 | 编号 | 最近一次运行 |", "|---|---|---|"]
-        for c in items:
-            out.append(f"| [{heads[c.id]}](#{c.id}) | `{c.id}` | {STATUS_TEXT[status[c.id]]} |")
-        out.append("")
-        for c in items:
-            state = STATUS_TEXT[status[c.id]]
-            if run is not None and status[c.id] != "none":
-                state += f"（{_run_words(run)}）"
-            out += [f"### {heads[c.id]} {{ #{c.id} }}", "",
-                    f'<span class="claim-id">{c.id}</span>', "",
-                    f"**论断**：{readable(c.text)}  ", f"**论文**：{c.paper}  ",
-                    f"**最近一次运行**：{state}  ",
-                    f"**出现在**：{_where(occurrences.get(c.id, []))}  ",
-                    f"**测试**：`{c.nodeid}`  "]
-            if c.results:
-                out.append(f"**结果文件**：`{c.results}`  ")
-            out += [
-                "",
-                '<details class="claim-source" markdown>',
-                "<summary>测试源码</summary>",
-                "",
-                # Plain text, not Python: 150 highlighted sources made this page 31,000 spans
-                # and 1.4 MB, heavy on a phone, for code shown folded, for reference.
-                "```text",
-                c.source,
-                "```",
-                "",
-                "</details>",
-                "",
-            ]
+
+def _entries(items: list[Claim], occurrences: dict[str, list[Occurrence]], status: dict[str, str],
+             run: Run | None, level: str) -> list[str]:
+    """One chapter's claims: a table of them, then an entry per claim under a ``level`` heading."""
+    heads = {c.id: _title(c, occurrences.get(c.id, [])) for c in items}
+    out = ["| 论断 | 编号 | 最近一次运行 |", "|---|---|---|"]
+    for c in items:
+        out.append(f"| [{heads[c.id]}](#{c.id}) | `{c.id}` | {STATUS_TEXT[status[c.id]]} |")
+    out.append("")
+    for c in items:
+        state = STATUS_TEXT[status[c.id]]
+        if run is not None and status[c.id] != "none":
+            state += f"（{_run_words(run)}）"
+        out += [f"{level} {heads[c.id]} {{ #{c.id} }}", "",
+                f'<span class="claim-id">{c.id}</span>', "",
+                f"**论断**：{readable(c.text)}  ", f"**论文**：{c.paper}  ",
+                f"**最近一次运行**：{state}  ",
+                f"**出现在**：{_where(occurrences.get(c.id, []))}  ",
+                f"**测试**：`{c.nodeid}`  "]
+        if c.results:
+            out.append(f"**结果文件**：`{c.results}`  ")
+        out += [
+            "",
+            '<details class="claim-source" markdown>',
+            "<summary>测试源码</summary>",
+            "",
+            # Plain text, not Python: 150 highlighted sources made the claims 31,000 spans
+            # and 1.4 MB, heavy on a phone, for code shown folded, for reference.
+            "```text",
+            c.source,
+            "```",
+            "",
+            "</details>",
+            "",
+        ]
+    return out
+
+
+def _by_chapter(claims: list[Claim], occurrences: dict[str, list[Occurrence]]) -> dict[str, list[Claim]]:
+    """Chapter key -> its claims, sorted by id; every chapter of the nav, then any other a claim names."""
+    out: dict[str, list[Claim]] = {key: [] for key in chapters()}
+    for claim in claims:
+        claim.pages = list(dict.fromkeys(o.page for o in occurrences.get(claim.id, [])))
+        out.setdefault(claim.id[:4], []).append(claim)
+    return {key: sorted(items, key=lambda c: c.id) for key, items in out.items()}
+
+
+def render(claims: list[Claim], occurrences: dict[str, list[Occurrence]], run: Run | None) -> str:
+    """Every claim in one file, chapter by chapter: ``verification-table.md``, the table a release
+    attaches (the site shows the same entries a chapter a page, :func:`render_pages`)."""
+    status = {c.id: claim_status(c, run) for c in claims}
+    out = _summary(claims, status, run, "")
+    for key, items in _by_chapter(claims, occurrences).items():
+        if items:
+            out += [f"## {chapters().get(key, (key, None))[0]}", ""]
+            out += _entries(items, occurrences, status, run, "###")
     return "\n".join(out) + "\n"
+
+
+def render_pages(claims: list[Claim], occurrences: dict[str, list[Occurrence]],
+                 run: Run | None) -> dict[str, str]:
+    """{file name in docs/generated/: Markdown}: the index's list of chapters (``verification-index.md``,
+    included by docs/verification.md) and a page's body per chapter (``verification-ch01.md``, the
+    page sitebuild/hooks/refpages.py adds as ``verification/ch01/``)."""
+    status = {c.id: claim_status(c, run) for c in claims}
+    titles = chapters()
+    out: dict[str, str] = {}
+    index = _summary(claims, status, run, "")
+    for key, items in _by_chapter(claims, occurrences).items():
+        if key not in titles:  # a chapter not in the nav yet has no page (its claims are in the table)
+            continue
+        title = titles[key][0]
+        page = page_src(VERIFICATION, key)
+        counts = "，".join(f"{n} 个{words}" for s, words in COUNT_WORDS.items()
+                          if (n := sum(status[c.id] == s for c in items)))
+        index += [f"## {title}", "",
+                  f"[本章的 {len(items)} 个论断](/{page})" + (f"（{counts}）" if counts else "") + "：" +
+                  (" · ".join(f"[{_title(c, occurrences.get(c.id, [])).split(' · ')[0]}](/{page}#{c.id})"
+                              for c in items) or "尚无论断。"), ""]
+        body = [neighbours(VERIFICATION, key, titles), ""]
+        body += _summary(items, status, run, "本章")
+        body += _entries(items, occurrences, status, run, "##") if items else ["本章尚无论断。", ""]
+        out[VERIFICATION.generated.format(key=key)] = "\n".join(body) + "\n"
+    out[INDEX] = "\n".join(index) + "\n"
+    return out
+
+
+def written(name: str) -> bool:
+    """A file of docs/generated/ that this module writes (every time, so the figures' stamp leaves it out)."""
+    return name == OUT.name or name == INDEX or re.fullmatch(VERIFICATION.generated.format(key=r"ch\d\d"), name) is not None
 
 
 def main() -> None:
@@ -379,8 +427,12 @@ def main() -> None:
     if bad:
         raise SystemExit(f"malformed claim ids: {bad}")
     OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(render(claims, collect_occurrences(), read_run()), encoding="utf-8")
-    print(f"wrote {OUT.relative_to(ROOT)} ({len(claims)} claims)")
+    occurrences, run = collect_occurrences(), read_run()
+    OUT.write_text(render(claims, occurrences, run), encoding="utf-8")
+    pages = render_pages(claims, occurrences, run)
+    for name, text in pages.items():
+        (OUT.parent / name).write_text(text, encoding="utf-8")
+    print(f"wrote {OUT.relative_to(ROOT)} ({len(claims)} claims) and its {len(pages) - 1} chapter pages")
 
 
 if __name__ == "__main__":

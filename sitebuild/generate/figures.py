@@ -3,10 +3,10 @@
 Every results file is validated once (:func:`snippets.results.load_all`): an invalid file
 stops the run with an error naming the file and the field, it is never skipped. Then every
 renderer of every module in :mod:`sitebuild.generate.render` runs; then every figure ``<name>.svg`` gets
-its companions (:func:`figure_companions`), and the claims page is written.
+its companions (:func:`figure_companions`), and the claims pages are written.
 Output is deterministic: the same inputs give byte-identical files, so ``make figures`` renders
 only when an input changed (:func:`inputs_digest`, recorded in :data:`STAMP` with a digest of
-every file written); ``--force`` renders anyway. The claims page is written every time.
+every file written); ``--force`` renders anyway. The claims pages are written every time.
 """
 
 from __future__ import annotations
@@ -68,9 +68,9 @@ def inputs_digest(results_dir: Path = RESULTS_DIR) -> str:
 
 
 def _outputs(out_dir: Path) -> dict[str, str]:
-    """Digest of every file a render wrote (the claims page, written every time, left out)."""
+    """Digest of every file a render wrote (the claims pages, written every time, left out)."""
     return {p.name: _sha(p.read_bytes()) for p in sorted(out_dir.iterdir())
-            if p.is_file() and p.name != STAMP and p.resolve() != claims.OUT}
+            if p.is_file() and p.name != STAMP and not claims.written(p.name)}
 
 
 def up_to_date(digest: str, out_dir: Path) -> bool:

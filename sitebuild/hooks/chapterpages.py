@@ -80,11 +80,16 @@ def on_page_markdown(markdown: str, page, config, files, **kwargs) -> str:
     return markdown[:at] + page_list(src) + markdown[at:]
 
 
+def article_ids(output: str) -> list[str]:
+    """The ids in a built page's article, in page order (code line numbers and tabs left out)."""
+    article = ARTICLE.search(output)
+    ids = [html.unescape(i) for i in ID.findall(article.group(0) if article else "")]
+    return [i for i in ids if not SKIP.match(i)]
+
+
 def on_post_page(output: str, page, config, **kwargs) -> str:
     if chapter_of(page.file.src_uri) is not None:
-        article = ARTICLE.search(output)
-        ids = [html.unescape(i) for i in ID.findall(article.group(0) if article else "")]
-        _ids[page.file.src_uri] = (page.url, [i for i in ids if not SKIP.match(i)])
+        _ids[page.file.src_uri] = (page.url, article_ids(output))
         if page.meta.get("split_from"):
             _split_from[page.file.src_uri] = str(Path(page.file.src_uri).parent / page.meta["split_from"])
     return output
@@ -118,15 +123,20 @@ def on_post_build(config, **kwargs):
             raise RuntimeError(f"chapterpages: split_from names {origin}, which is not a page of the nav")
         maps[origin] = redirects(origin, [src for src, o in _split_from.items() if o == origin])
     for src, map_ in maps.items():
-        url = _ids[src][0]
-        path = site / (url + "index.html" if url.endswith("/") or not url else url)
-        text = path.read_text(encoding="utf-8")
-        targets = json.dumps(map_, ensure_ascii=False, separators=(",", ":"))
-        script = "<script>" + REDIRECT_JS.format(targets=targets.replace("</", "<\\/")) + "</script>"
-        # Right after the charset (which must stay in the first 1024 bytes), before any
-        # stylesheet: an inline script after a stylesheet link would wait for it to load.
-        at = text.find(CHARSET)
-        if at < 0:
-            raise RuntimeError(f"chapterpages: no {CHARSET} in {path}")
-        at += len(CHARSET)
-        path.write_text(text[:at] + script + text[at:], encoding="utf-8")
+        add_anchor_map(site, _ids[src][0], map_)
+
+
+def add_anchor_map(site: Path, url: str, targets: dict[str, list[str]]) -> None:
+    """Give the built page at ``url`` the script that sends its moved anchors on:
+    ``targets`` is {URL relative to that page: [ids that now live there]}."""
+    path = site / (url + "index.html" if url.endswith("/") or not url else url)
+    text = path.read_text(encoding="utf-8")
+    mapped = json.dumps(targets, ensure_ascii=False, separators=(",", ":"))
+    script = "<script>" + REDIRECT_JS.format(targets=mapped.replace("</", "<\\/")) + "</script>"
+    # Right after the charset (which must stay in the first 1024 bytes), before any
+    # stylesheet: an inline script after a stylesheet link would wait for it to load.
+    at = text.find(CHARSET)
+    if at < 0:
+        raise RuntimeError(f"chapterpages: no {CHARSET} in {path}")
+    at += len(CHARSET)
+    path.write_text(text[:at] + script + text[at:], encoding="utf-8")

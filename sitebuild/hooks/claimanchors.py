@@ -1,9 +1,12 @@
 """MkDocs hook (``hooks:`` in mkdocs.yml and mkdocs-offline.yml): every claim badge gets its own id.
 
-A badge is ``[✔ C03](…verification.md#ch01-c03){ .claim }``. The n-th badge of claim
+A badge is ``[✔ C03](/verification.md#ch01-c03){ .claim }``. The n-th badge of claim
 ``ch01-c03`` on a page gets ``id="claim-ch01-c03-n"``, counted in the page's Markdown after
-its ``--8<--`` includes are expanded (a chapter's questions.md is part of the chapter page
-and of the question bank), so the verification page can link to the very sentence.
+its ``--8<--`` includes are expanded (a chapter's questions.md is part of the chapter page), so
+the verification page can link to the very sentence. The same pass points the badge at the
+page that lists its claim, its chapter's ``/verification/ch01.md#ch01-c03``
+(:func:`sitebuild.refpages.claim_page`): pages keep one spelling, wherever they are included,
+and the old page's URL still lands through the map :mod:`sitebuild.hooks.refpages` gives it.
 
 :func:`number_badges` is the one place that numbers badges. The build calls it from a
 Markdown preprocessor that runs after pymdownx.snippets has expanded the includes and
@@ -22,6 +25,8 @@ from typing import NamedTuple
 
 from markdown import Extension
 from markdown.preprocessors import Preprocessor
+
+from sitebuild.refpages import claim_page
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -49,7 +54,7 @@ def anchor(claim_id: str, n: int) -> str:
 
 
 def number_badges(markdown: str, start: Counter | None = None) -> tuple[str, list[Badge]]:
-    """Give each badge in ``markdown`` its id: (rewritten text, the badges in page order).
+    """Give each badge in ``markdown`` its id and its claim's page: (rewritten text, the badges in page order).
     ``start``: the badges counted on the chapter's earlier pages."""
     counts: Counter[str] = Counter(start or {})
     found: list[Badge] = []
@@ -58,7 +63,7 @@ def number_badges(markdown: str, start: Counter | None = None) -> tuple[str, lis
         claim = m[3]
         counts[claim] += 1
         found.append(Badge(claim, anchor(claim, counts[claim]), m[2].strip(), m.start()))
-        return f"{m[1]}{{ .claim #{found[-1].anchor} }}"
+        return f"[✔ {m[2]}](/{claim_page(claim)}#{claim}){{ .claim #{found[-1].anchor} }}"
 
     return BADGE.sub(label, markdown), found
 

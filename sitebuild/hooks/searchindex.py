@@ -59,7 +59,10 @@ SPELLING_PAGES = ("chapters",)
 # except a notebook's, whose title ("亲手改参数，重跑关键实验") names no topic of its own.
 # Keys are page paths as in docs/ without the extension ("notebooks" covers notebooks/*).
 SECTION_BOOST = {"verification": 0.001, "errata": 0.001, "notebooks": 0.05}
-PAGE_BOOST = {"notebooks": 0.05}
+# The reference pages' chapter pages (verification/ch01/, interview/ch01/, sitebuild/refpages.py) are
+# titled after the chapter they list ("验证清单 · 第 05 章 前馈网络、残差与层归一化"): at full weight
+# their own entries came before the chapter for its own terms. Their index pages keep boost 1.
+PAGE_BOOST = {"notebooks": 0.05, "verification/*": 0.001, "interview/*": 0.001}
 # The question bank includes every chapter's questions.md, which the chapter includes too:
 # its sections are indexed once, in the chapter; the bank keeps its own page entry.
 INCLUDED_ELSEWHERE = ("interview",)
@@ -264,9 +267,11 @@ REDUNDANT_ZWSP = re.compile(r"\u200b+(?=[\s、。，．？！；√<]|$)|(?<=[\s
 
 def _under(location: str, pages) -> bool:
     """The entry belongs to one of the pages (or folders), whichever URL style the site uses
-    (``verification/#x`` served, ``verification.html#x`` in the offline edition)."""
+    (``verification/#x`` served, ``verification.html#x`` in the offline edition); ``folder/*``:
+    the pages in the folder, not the page of the same name."""
     path = re.sub(r"(?:/?index)?\.html$|/$", "", location.split("#")[0])
-    return any(path == page or path.startswith(page + "/") for page in pages)
+    return any(path.startswith(page[:-1]) if page.endswith("/*") else (path == page or path.startswith(page + "/"))
+               for page in pages)
 
 
 def _names(title: str, term: str) -> bool:

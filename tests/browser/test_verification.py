@@ -1,7 +1,8 @@
-"""The verification page and a notebook page as a reader uses them, in one Chromium context.
+"""The verification pages and a notebook page as a reader uses them, in one Chromium context.
 
-The test source reads at body code size; "出现在" scrolls to the very badge; the notebook page
-downloads its .ipynb and links its chapter.
+A link from before the list had a page per chapter (verification/#ch01-c03) lands on the claim on
+chapter 01's page; the test source reads at body code size; "出现在" scrolls to the very badge; the
+notebook page downloads its .ipynb and links its chapter.
 """
 
 from __future__ import annotations
@@ -15,9 +16,14 @@ def test_claim_entry_source_and_backlink_then_notebook_links(chromium_browser, s
     ctx = new_context(chromium_browser)
     page = ctx.new_page()
     try:
-        page.goto(site_url + "verification/#ch01-c03")
+        page.goto(site_url + "verification/#ch01-c03")  # an old bookmark: the index sends it on
+        page.wait_for_load_state("load")
+        page.wait_for_function("() => !!document.body.dataset.pageReady", timeout=90_000)
+        assert page.url.split("#")[0] == site_url + "verification/ch01/", page.url
         wait_for_page(page)
-        entry = page.locator("h3#ch01-c03")
+        entry = page.locator("h2#ch01-c03")
+        box = entry.bounding_box()
+        assert box and 0 <= box["y"] < page.viewport_size["height"], f"entry not in view: {box}"
         assert "tanh RNN：梯度消失的充分条件" in entry.inner_text()
         details = page.locator("#ch01-c03 ~ details.claim-source").first
         details.locator("summary").click()

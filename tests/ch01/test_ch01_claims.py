@@ -80,6 +80,7 @@ def attend(x: torch.Tensor, w_q, w_k, w_v, mask=None) -> torch.Tensor:
 
 
 @pytest.mark.claim("ch01-gamma", paper="§1 (RNN background)",
+                   title="tanh 与 sigmoid 导数的上确界 γ",
                    text="tanh 导数的上确界 γ = 1，logistic sigmoid 导数的上确界为 1/4，都在 0 处取到")
 def test_gamma_sup_of_activation_derivatives():
     # tanh: the BPTT factor diag(1 − h²) of the page's bptt_jacobian is the identity exactly where
@@ -99,6 +100,7 @@ def test_gamma_sup_of_activation_derivatives():
 
 
 @pytest.mark.claim("ch01-chain-rule-paths", paper="§4 (path length)",
+                   title="多元链式法则：对路径求和",
                    text="多元链式法则：两条路径 x→u→y 与 x→v→y 的雅可比之和 CA + D·diag(1−v²)·B 等于自动求导的结果")
 def test_chain_rule_is_a_sum_over_paths():
     g = gen(0)
@@ -123,6 +125,7 @@ def test_chain_rule_is_a_sum_over_paths():
 
 
 @pytest.mark.claim("ch01-c01", paper="§1; Pascanu et al. 2013",
+                   title="上界 0.9^k 在 10、50、100 步的数值",
                    text="γσ_max = 0.9 时，10/50/100 步的上界 0.9^k 分别为 0.3486784401、5.15×10⁻³、2.66×10⁻⁵")
 def test_c01_upper_bounds_0_9_power_k():
     # the bound is attained by the linearised RNN (h = 0) with W = 0.9·Q, Q orthogonal:
@@ -138,6 +141,7 @@ def test_c01_upper_bounds_0_9_power_k():
 
 
 @pytest.mark.claim("ch01-c02", paper="§1; §4 (path length)",
+                   title="BPTT 连乘与自动求导的雅可比一致",
                    text="BPTT 连乘 ∏ diag(1−h_i²) W_hh 与自动求导的 ∂h_T/∂h_{T−20} 一致到 1e-12（d=16, T=30, float64）")
 def test_c02_bptt_product_equals_autograd():
     torch.manual_seed(0)
@@ -166,6 +170,7 @@ def test_c02_bptt_product_equals_autograd():
 
 
 @pytest.mark.claim("ch01-bptt-sum", paper="§1; Pascanu et al. 2013 Eq. (5)",
+                   title="BPTT 的双重求和与自动求导一致",
                    text="∂L/∂W_hh = Σ_k δ_k h_{k−1}ᵀ，δ_k = diag(1−h_k²) Σ_{t≥k} (∂h_t/∂h_k)ᵀ g_t，与自动求导一致")
 def test_bptt_gradient_is_a_double_sum():
     torch.manual_seed(0)
@@ -190,6 +195,7 @@ def test_bptt_gradient_is_a_double_sum():
 
 
 @pytest.mark.claim("ch01-c03", paper="§1; Pascanu et al. 2013 §2.1",
+                   title="tanh RNN：梯度消失的充分条件",
                    text="‖W_hh‖₂ = 0.9 的 tanh RNN：k = 1…100 的每个 ‖∂h_T/∂h_{T−k}‖₂ 都 ≤ 0.9^k，对数斜率 ≤ ln 0.9")
 def test_c03_sufficient_condition_for_vanishing():
     d, n = 32, 101
@@ -205,6 +211,7 @@ def test_c03_sufficient_condition_for_vanishing():
 
 
 @pytest.mark.claim("ch01-c04", paper="§1; Pascanu et al. 2013 §2.1",
+                   title="σ_max > 1/γ 只是梯度爆炸的必要条件",
                    text="σ_max > 1/γ 只是爆炸的必要条件：ρ=σ_max=1.5 的 tanh RNN，单位尺度输入时 ‖∂h_T/∂h_{T−100}‖₂ < 1，输入减半时 100 步内也不超过 10³（线性预测 1.5^100≈4.07×10¹⁷）；线性 RNN 的 ‖W^100‖ = 1.1^100")
 def test_c04_necessary_not_sufficient_for_exploding():
     d = 32
@@ -234,6 +241,7 @@ def test_c04_necessary_not_sufficient_for_exploding():
 
 
 @pytest.mark.claim("ch01-c05", paper="§1; Pascanu et al. 2013 §2.1",
+                   title="非正规矩阵：谱半径小于 1 也会先放大",
                    text="非正规矩阵 [[0.9, 10], [0, 0.9]]：ρ = 0.9，但 ‖W^k‖₂ 先升到约 38.7（k = 9、10）再衰减，‖W^100‖₂ < 0.1")
 def test_c05_spectral_radius_is_only_asymptotic():
     w = torch.tensor([[0.9, 10.0], [0.0, 0.9]], dtype=F64)
@@ -283,6 +291,7 @@ def forget_gates(cell, x, h0, c0):
 
 
 @pytest.mark.claim("ch01-c06", paper="§1; Gers et al. 2000",
+                   title="LSTM 直接路径：遗忘门的连乘",
                    text="LSTM 直接路径 ∂c_T/∂c_{T−100} = diag(∏f)；b_f=5 时 σ(5)^100≈0.5109，b_f=0 时完整雅可比 < 1e-15")
 def test_c06_lstm_direct_path_is_the_product_of_forget_gates():
     # derived constants the page prints
@@ -312,6 +321,7 @@ def test_c06_lstm_direct_path_is_the_product_of_forget_gates():
 
 
 @pytest.mark.claim("ch01-c06b", paper="§1; Gers et al. 2000",
+                   title="LSTM 完整雅可比可以大于直接路径",
                    text="默认初始化、b_f=5 的 LSTM：100 步完整雅可比 ‖∂c_T/∂c_{T−100}‖₂ > 1，且大于直接路径")
 def test_c06b_lstm_indirect_terms_are_not_small():
     cell, x, zeros = lstm_setup(forget_bias=5.0)
@@ -323,6 +333,7 @@ def test_c06b_lstm_indirect_terms_are_not_small():
 
 
 @pytest.mark.claim("ch01-lstm-step-jacobian", paper="§1; Gers et al. 2000",
+                   title="LSTM 单步雅可比的直接项与间接项",
                    text="LSTM 单步 ∂c_t/∂c_{t−1} = diag(f_t) + [三项间接项]·diag(o_{t−1}⊙(1−tanh²c_{t−1}))，与自动求导一致")
 def test_lstm_one_step_jacobian_closed_form():
     torch.manual_seed(0)
@@ -357,6 +368,7 @@ def test_lstm_one_step_jacobian_closed_form():
 
 
 @pytest.mark.claim("ch01-c07", paper="§4 (Maximum Path Length)",
+                   title="自注意力一跳连接任意两个位置",
                    text="单层自注意力里 ∂y_n/∂x_1 非零：位置 1 一跳直达位置 n（n = 16、64）")
 def test_c07_one_layer_connects_first_and_last_position():
     d = 16
@@ -372,6 +384,7 @@ def test_c07_one_layer_connects_first_and_last_position():
 
 
 @pytest.mark.claim("ch01-c07b", paper="§3.2.1 Eq. (1); §4",
+                   title="自注意力一跳梯度的闭式",
                    text="一跳梯度闭式 ∂y_i/∂x_j = α_ij[W_V + (v_j − y_i) q_iᵀ W_K / √d_k]（i ≠ j，取 i = n、j = 1，n = 32）与自动求导差 < 1e-12；i = j 时多出的查询项 Σ_l α_il (v_l − y_i) k_lᵀ W_Q / √d_k 也一致")
 def test_c07b_one_hop_gradient_closed_form():
     n, d, d_k = 32, 16, 8
@@ -403,6 +416,7 @@ def test_c07b_one_hop_gradient_closed_form():
 
 
 @pytest.mark.claim("ch01-c15", paper="§2 (reduced effective resolution)",
+                   title="注意力均匀时每个位置只分到 1/n",
                    text="分数全相等（W_Q = W_K = 0）时 α_{n1} = 1/n，∂y_n/∂v_1 = I/n：n = 4、64、1024 时为 0.25、0.015625、0.0009765625")
 def test_c15_uniform_attention_dilutes_by_one_over_n():
     d = 8
@@ -428,6 +442,7 @@ def test_c15_uniform_attention_dilutes_by_one_over_n():
 
 
 @pytest.mark.claim("ch01-perm-equivariance", paper="§3.5 (why positional encodings)",
+                   title="无位置编码、无掩码时自注意力对排列等变",
                    text="没有位置编码、也没有掩码时（编码器的自注意力），多头自注意力对输入排列等变：MHA(PX) = P·MHA(X)")
 def test_attention_without_positions_is_permutation_equivariant():
     torch.manual_seed(0)
@@ -442,6 +457,7 @@ def test_attention_without_positions_is_permutation_equivariant():
 
 
 @pytest.mark.claim("ch01-c16", paper="§3.2.3 (masking)",
+                   title="因果掩码：未来的输入不影响过去的输出",
                    text="因果掩码：扰动 x_7 后 y_1…y_6 的变化恰好为 0，y_7 及之后的输出改变（n = 12）")
 def test_c16_causal_mask_blocks_the_future():
     n, d = 12, 16
@@ -456,6 +472,7 @@ def test_c16_causal_mask_blocks_the_future():
 
 
 @pytest.mark.claim("ch01-c17", paper="§3.2.3; §6.1 (inference)",
+                   title="自回归生成是顺序的：KV 缓存与并行前向一致",
                    text="自回归生成 10 个 token 需要 10 次顺序调用；带 KV 缓存的逐步结果与一次并行因果前向的差 < 1e-12")
 def test_c17_decoding_is_sequential_but_matches_the_parallel_forward():
     m, d = 10, 16
@@ -479,6 +496,7 @@ def test_c17_decoding_is_sequential_but_matches_the_parallel_forward():
 
 
 @pytest.mark.claim("ch01-c18", paper="§3.2.1 Eq. (1)",
+                   title="注意力权重随输入而变，每行和为 1",
                    text="参数 W_Q、W_K 固定，换一个输入注意力矩阵就不同（最大差 > 1e-3），每行的和始终为 1")
 def test_c18_mixing_weights_are_dynamic_parameters_are_not():
     n, d = 8, 16
@@ -493,6 +511,7 @@ def test_c18_mixing_weights_are_dynamic_parameters_are_not():
 
 
 @pytest.mark.claim("ch01-c19", paper="§3.2.1, footnote 4",
+                   title="点积方差为 d_k，除以 √d_k 后为 1",
                    text="独立、零均值、单位方差分量：Var(q·k) 在 d_k 的 3% 以内，除以 √d_k 后方差在 1 的 3% 以内（d_k = 16、64、256）")
 def test_c19_dot_product_variance_is_d_k():
     g = gen(12)
@@ -520,6 +539,7 @@ def _softmax_jacobian_fro(s: torch.Tensor) -> torch.Tensor:
 
 
 @pytest.mark.claim("ch01-softmax-saturation", paper="§3.2.1",
+                   title="分数方差大时 softmax 饱和、梯度变小",
                    text="softmax 雅可比 diag(α) − ααᵀ：分数标准差从 1 增大到 √512 ≈ 22.6 时，其 Frobenius 范数的中位数缩小到 1/10 以下，超过 30% 的分数行的雅可比范数 < 1e-3（n = 64）")
 def test_softmax_saturation_shrinks_the_jacobian():
     n = 64
@@ -542,6 +562,7 @@ def test_softmax_saturation_shrinks_the_jacobian():
 
 
 @pytest.mark.claim("ch01-c21", paper="§4 (Table 1)",
+                   title="n = d 时多头自注意力层的 FLOPs 是 RNN 层的 3 倍",
                    text="n = d = 64：一层多头自注意力（含投影）的 FLOPs 恰为 Elman RNN 层的 3 倍（4n²d+8nd² 对 4nd²）；墙钟时间不断言")
 def test_c21_attention_costs_three_times_the_rnn_at_n_equal_d():
     n = d = 64
@@ -561,6 +582,7 @@ def test_c21_attention_costs_three_times_the_rnn_at_n_equal_d():
 
 
 @pytest.mark.claim("ch01-c22", paper="§4 (Table 1), measurement caveat",
+                   title="FlopCounterMode 数不到的运算",
                    text="FlopCounterMode 的盲区：torch.mv 计 0；CPU 上 4 维 SDPA 计 0；nn.LSTM（oneDNN）计 0；MHA(need_weights=False) 只计投影")
 def test_c22_flop_counter_blind_spots():
     n, d = 128, 64
@@ -593,9 +615,11 @@ def test_c22_flop_counter_blind_spots():
 
 @pytest.mark.claim(
     "ch01-c14", paper="§4 Table 1",
+    title="一张 n×n 注意力矩阵的字节数",
     text="一个 n×n 注意力矩阵占 n²·b 字节：n = 512、fp32 为 1,048,576 B（1 MiB）；"
     "n = 131072（128K）时 fp32 为 64 GiB、2 字节类型为 32 GiB")
 @pytest.mark.claim("ch01-attn-matrix-bytes", paper="§3.2.1; Table 3 (base model)",
+                   title="base 模型全部注意力矩阵的显存",
                    text="注意力矩阵 n²·b 字节：n=512 为 1 MiB（fp32）/0.5 MiB（fp16）；base 模型 8 头×18 子层 = 144 张图 = 144 MiB；n=131072 为 64/32 GiB，n=128000 约 61.04/30.52 GiB")
 def test_attention_matrix_bytes():
     # a real softmax output of one head, one layer, one sequence: n²·b bytes
@@ -615,6 +639,7 @@ def test_attention_matrix_bytes():
 
 
 @pytest.mark.claim("ch01-online-softmax", paper="§3.2.1 Eq. (1); Dao et al. 2022",
+                   title="分块在线 softmax 与一次性计算一致",
                    text="分块在线 softmax 的注意力与一次性计算的公式 (1) 在 float64 下一致到 1e-12（块大小不整除 n）")
 def test_online_softmax_equals_naive_attention():
     g = gen(15)
@@ -632,6 +657,7 @@ def test_online_softmax_equals_naive_attention():
 
 
 @pytest.mark.claim("ch01-attn-compute-crossover", paper="§4 (Table 1); §3.3 (d_ff)",
+                   title="注意力混合项超过线性部分的长度 n > 6d",
                    text="一层编码器（d_ff = 4d）里，注意力的混合项 4n²d 超过全部线性部分（4 个投影 8nd² 与 FFN 16nd²）恰在 n > 6d；d = 4096 时约 24576 个位置")
 def test_attention_mixing_outweighs_the_linear_parts_beyond_six_d():
     from snippets.ffn import encoder_layer_flops
@@ -655,6 +681,7 @@ def test_attention_mixing_outweighs_the_linear_parts_beyond_six_d():
 
 
 @pytest.mark.claim("ch01-kv-cache-bytes", paper="§3.2.3; §6.1 (inference)",
+                   title="KV 缓存的字节数，及 GQA 的节省",
                    text="KV 缓存 2·N·n·d_kv·b 字节：32 层、d_kv=4096、fp16、n=128K 为 64 GiB，d_kv=1024（GQA）为 16 GiB；实际缓存逐步按此增长")
 def test_kv_cache_bytes():
     def kv_bytes(layers, n, d_kv, b):
@@ -677,6 +704,7 @@ def test_kv_cache_bytes():
 
 
 @pytest.mark.claim("ch01-swa-span", paper="§4 (restricted self-attention)",
+                   title="滑动窗口注意力的感受野与所需层数",
                    text="滑动窗口 W 的感受野约为 W×L：4096×32 = 131072；距离 n−1 需要 ⌈(n−1)/W⌉ 层（W=4、n=33 时 8 层）")
 def test_sliding_window_span_and_path_length():
     assert_states(CH01, f"4096\\times32={4096 * 32}")
@@ -696,6 +724,7 @@ def test_sliding_window_span_and_path_length():
 
 
 @pytest.mark.claim("ch01-linear-scan", paper="§1 (sequential computation); 2026 view",
+                   title="对角线性递推可用并行前缀扫描",
                    text="对角线性递推 h_t = a_t⊙h_{t−1} + b_t（仿射映射的复合满足结合律）可用并行前缀扫描在 ⌈log₂ n⌉ 轮内算完，与逐步循环一致（n = 1000）")
 def test_linear_recurrence_parallel_scan():
     n, d = 1000, 8
@@ -720,6 +749,7 @@ def test_linear_recurrence_parallel_scan():
 
 
 @pytest.mark.claim("ch01-c20", paper="§3.5",
+                   title="正弦位置编码：相对偏移是线性变换",
                    text="正弦位置编码满足 PE_{p+k} = M_k·PE_p，M_k 只依赖 k：d=64、k=37、p<20000 时误差 < 1e-8")
 def test_c20_sinusoidal_offset_is_linear():
     d, k, n = 64, 37, 20_000

@@ -49,6 +49,7 @@ def tokens(batch: int, n: int, vocab: int = 13, seed: int = 0) -> torch.Tensor:
 # ---------------------------------------------------------------- masks and data flow
 
 @pytest.mark.claim("ch02-causal", paper="§3.1; §3.2.3",
+                   title="解码器因果性：后面的输入不影响前面的输出",
                    text="把目标序列第 j 个输入换掉：解码器在 j 之前的所有输出逐比特不变（float64），j 及之后的输出改变；掩码自注意力权重的上三角恰为 0")
 def test_decoder_is_causal():
     model = small_model(seed=1)
@@ -69,6 +70,7 @@ def test_decoder_is_causal():
 
 
 @pytest.mark.claim("ch02-source-unmasked", paper="§3.2.3",
+                   title="交叉注意力不遮源句",
                    text="交叉注意力不遮未来：只扰动源句最后一个词元，所有目标位置的输出都改变")
 def test_last_source_token_reaches_every_target_position():
     model = small_model(seed=4)
@@ -81,6 +83,7 @@ def test_last_source_token_reaches_every_target_position():
 
 
 @pytest.mark.claim("ch02-cross-shapes", paper="§3.2.2; §3.2.3",
+                   title="源句与目标不等长时交叉注意力的形状",
                    text="源句长 n ≠ 目标长 m 时：交叉注意力输出 (B, m, d)，每头权重 (B, h, m, n)，每行和为 1")
 def test_cross_attention_shapes():
     B, n, m, d, h, V = 2, 11, 7, 32, 4, 13
@@ -104,6 +107,7 @@ def test_cross_attention_shapes():
 
 
 @pytest.mark.claim("ch02-padding", paper="§3.2.3 (masking); §5.1 (batching)",
+                   title="填充掩码：补齐内容不影响真实位置",
                    text="源句填充掩码下，把补齐位置换成任意词元或 1000 倍的噪声，真实位置的编码器输出与全部解码器输出逐比特不变")
 def test_padded_source_positions_are_irrelevant():
     V = 13
@@ -134,6 +138,7 @@ def test_padded_source_positions_are_irrelevant():
 
 
 @pytest.mark.claim("ch02-mask-broadcast", paper="§3.2.2; §3.2.3 (masking)",
+                   title="掩码的形状与广播：(B, 1, n) 要先补一维",
                    text="(n, n) 的因果掩码能直接广播到 (B, h, n_q, n_k) 的分数上；(B, 1, n) 的填充掩码不能（B ≠ h 时报错，B = h 时把第 b 句的掩码错用到第 b 个头上），要先 unsqueeze(1) 成 (B, 1, 1, n)；MultiHeadAttention 自己插入头这一维")
 def test_padding_mask_needs_a_head_dimension():
     from snippets.attention import causal_mask, scaled_dot_product_attention
@@ -176,6 +181,7 @@ def test_padding_mask_needs_a_head_dimension():
 # ---------------------------------------------------------------- inference
 
 @pytest.mark.claim("ch02-kv-cache", paper="§3 (auto-regressive); §6.1",
+                   title="带 KV 缓存的贪心解码与并行前向一致",
                    text="带 KV 缓存的贪心解码与一次性并行的因果前向（教师强制）给出相同 logits（float64 下差 < 1e-12）；顺序的解码器步数 = 生成的词数")
 @pytest.mark.parametrize("norm_first", [False, True])
 def test_kv_cache_decoding_equals_parallel_pass(norm_first, monkeypatch):
@@ -201,6 +207,7 @@ def test_kv_cache_decoding_equals_parallel_pass(norm_first, monkeypatch):
 
 
 @pytest.mark.claim("ch02-encoder-once", paper="§3; §6.1",
+                   title="编码器只算一次，解码器逐词调用",
                    text="贪心解码生成 m 个词：编码器恰好调用 1 次，解码器调用 m 次，且第 t+1 次的输入是第 t 次输出的 argmax")
 def test_encoder_runs_once_decoder_m_times(monkeypatch):
     model = small_model(seed=18, layers=3)
@@ -240,6 +247,7 @@ def test_encoder_runs_once_decoder_m_times(monkeypatch):
 
 
 @pytest.mark.claim("ch02-kv-memory", paper="§3.2.3; §6.1",
+                   title="解码时自注意力缓存与交叉注意力缓存的大小",
                    text="m 步之后缓存字节数：自注意力 2·N·m·d·b，交叉注意力 2·N·n·d·b（从编码器输出算一次，解码过程中不变），每个序列")
 @pytest.mark.parametrize("dtype,b", [(torch.float32, 4), (F64, 8)])
 def test_kv_cache_bytes_follow_the_formula(dtype, b):
@@ -263,6 +271,7 @@ def test_kv_cache_bytes_follow_the_formula(dtype, b):
 # ---------------------------------------------------------------- parameters and FLOPs
 
 @pytest.mark.claim("ch02-params-base", paper="§6.2, Table 3 (base)",
+                   title="base 模型的参数量：63,082,496",
                    text="base（d=512, N=6, h=8, d_ff=2048, |V|=37000，三处共享）模块实际参数数 = 闭式公式 = 63,082,496，比表 3 的 65M 少 2.95%")
 def test_base_parameter_count():
     with torch.device("meta"):                                             # no memory allocated
@@ -280,6 +289,7 @@ def test_base_parameter_count():
 
 
 @pytest.mark.claim("ch02-params-big", paper="§6.2, Table 3 (big)",
+                   title="big 模型的参数量：214,245,376",
                    text="big（d=1024, h=16, d_ff=4096）模块实际参数数 = 闭式公式 = 214,245,376，与表 3 的 213M 相差不到 1%")
 def test_big_parameter_count():
     with torch.device("meta"):
@@ -290,6 +300,7 @@ def test_big_parameter_count():
 
 
 @pytest.mark.claim("ch02-mha-params", paper="§3.2.2",
+                   title="多头注意力的参数量与头数无关",
                    text="多头注意力的参数量 4d²+4d 与头数无关：d=512 时 h=1、8、16 都是 1,050,624")
 def test_mha_params_independent_of_heads():
     d = 512
@@ -301,6 +312,7 @@ def test_mha_params_independent_of_heads():
 
 
 @pytest.mark.claim("ch02-mha-flops", paper="§3.2.2",
+                   title="多头自注意力的 FLOPs 与头数无关",
                    text="长度 n 的多头自注意力的矩阵乘法 FLOPs = 4n²d + 8nd²，对每个 h 都一样（FlopCounterMode 计数；偏置不计入矩阵乘法）")
 @pytest.mark.parametrize("bias", [True, False])
 def test_mha_flops_independent_of_heads(bias):
@@ -316,6 +328,7 @@ def test_mha_flops_independent_of_heads(bias):
 # ---------------------------------------------------------------- layers
 
 @pytest.mark.claim("ch02-postln-stats", paper="§3.1 (LayerNorm(x + Sublayer(x)))",
+                   title="Post-LN 每层输出每行均值 0、方差 1",
                    text="Post-LN 初始化时，编码器每层输出的每一行均值为 0（|均值| < 1e-12）、方差为 1（|方差−1| < 1e-4），float64")
 def test_post_ln_rows_are_standardised_at_init():
     model = small_model(seed=22, layers=4, d=64, h=8, d_ff=128)
@@ -328,6 +341,7 @@ def test_post_ln_rows_are_standardised_at_init():
 
 
 @pytest.mark.claim("ch02-pre-ln", paper="§3.1; Xiong et al. 2020",
+                   title="Pre-LN 层与 PyTorch 的 norm_first=True 一致",
                    text="norm_first=True 时层输出为 x + Sublayer(LN(x))，与手算一致，且与 torch.nn.TransformerEncoderLayer(norm_first=True) 差 < 1e-10；整个模型多出两个末尾 LayerNorm，参数多 4d")
 def test_pre_ln_switch():
     d, h, d_ff = 32, 4, 64
@@ -354,6 +368,7 @@ def test_pre_ln_switch():
 
 
 @pytest.mark.claim("ch02-encoder-equals-torch", paper="§3.1",
+                   title="从零写的编码器层与 PyTorch 一致",
                    text="从零写的编码器层拷贝权重后与 torch.nn.TransformerEncoderLayer（ReLU、dropout 0、batch_first）一致，float64 下差 < 1e-10（Post-LN 与 Pre-LN 都比较）")
 def test_encoder_layer_equals_torch():
     d, h, d_ff = 32, 4, 64
@@ -374,6 +389,7 @@ def test_encoder_layer_equals_torch():
 # ---------------------------------------------------------------- embeddings and positions
 
 @pytest.mark.claim("ch02-tying", paper="§3.4",
+                   title="三处权重共享共用同一块存储",
                    text="tie_weights=True 时源嵌入、目标嵌入、输出投影三个矩阵共用同一块存储（data_ptr 相同），False 时互不相同")
 def test_three_way_weight_tying():
     V, d = 13, 32
@@ -391,6 +407,7 @@ def test_three_way_weight_tying():
 
 
 @pytest.mark.claim("ch02-emb-scale", paper="§3.4",
+                   title="嵌入乘以 √d_model",
                    text="scale_embedding=True 时嵌入层输出恰为查表行 × √d_model；False 时恰为查表行")
 def test_embedding_scale():
     V, d = 17, 64
@@ -409,6 +426,7 @@ def test_embedding_scale():
 
 
 @pytest.mark.claim("ch02-pe-offset", paper="§3.5",
+                   title="位置编码的偏移 k 是只依赖 k 的线性变换",
                    text="存在只依赖偏移 k 的矩阵 M_k 使 PE_{pos+k} = M_k PE_pos：d=64、k=37、pos < 20000 上误差 < 1e-8（float64）")
 def test_positional_encoding_offset_is_linear():
     d, k, n = 64, 37, 20000

@@ -21,6 +21,7 @@ def committed() -> dict:
 
 
 @pytest.mark.claim("ch02-copy-task", paper="§3; §5 (training)", results="results/copy-task.json",
+                   title="小 Transformer 学会复制任务（准确率 ≥ 99%）",
                    text="从零训练的小 Transformer（Post-LN、三处共享）在 CPU 上用固定种子训练复制任务，带缓存的贪心解码在新序列上的逐词准确率 ≥ 99%")
 def test_copy_task_trains_to_99_percent(committed):
     assert committed["preset"] == "full"

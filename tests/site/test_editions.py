@@ -57,8 +57,9 @@ def test_deck_fields(decks):
     by_id = {r["id"]: r for r in rows}
     r = by_id["03-scaled-dot-product/3.1"]
     assert r["difficulty"] == "⭐" and r["chapter"].startswith("第 03 章")
-    assert r["link"] == '<a href="https://example.org/book/interview/#q-3-1">3.1</a>'
-    assert '<a href="https://example.org/book/verification/#ch03-var-dk">ch03-var-dk</a>' in r["claims"]
+    assert r["link"] == '<a href="https://example.org/book/interview/ch03/#q-3-1">3.1</a>'
+    assert '<a href="https://example.org/book/verification/ch03/#ch03-var-dk">ch03-var-dk</a>' in r["claims"]
+    assert 'href="https://example.org/book/verification/ch03/#ch03-' in r["answer"]  # a badge in the answer
     assert 'href="https://example.org/book/chapters/03-scaled-dot-product/derivation/#why-sqrt"' in r["answer"]
     assert "level-1" in r["tags"] and "ch03" in r["tags"]
     assert sum(1 for r in rows if r["claims"]) >= 60

@@ -65,7 +65,7 @@ def test_the_generated_page_lists_every_entry(data, tmp_path):
             assert errata._cell(e[field]) in block, (e["id"], field)
         assert re.search(r"\| 提交 \| `(" + errata.UNCOMMITTED + r"|[0-9a-f]{7,10})` \|", block)
         if e.get("claim"):
-            assert f"verification.md#{e['claim']})" in block
+            assert f"](verification/{e['claim'][:4]}.md#{e['claim']})" in block  # its chapter's claims page
 
 
 def test_commit_falls_back_to_uncommitted(tmp_path):

@@ -3,6 +3,7 @@ derivation link for every answer, chapter pages citing questions by number."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -71,9 +72,11 @@ def test_questions_are_cited_by_their_site_number():
 
 def test_anchor_extension_sets_ids_and_data_from_the_markdown():
     md = markdown.Markdown(extensions=["admonition", "pymdownx.details", QuestionAnchorsExtension()])
-    out = md.convert('### ⭐⭐ 进阶思考\n\n??? question "4.10　题目"\n    答案\n\n??? question "不是编号"\n    x\n')
+    out = md.convert('### ⭐⭐ 进阶思考\n\n??? question "4.10　题目"\n    答案\n\n??? question "不是编号"\n    x\n\n'
+                     '## ⭐⭐⭐ 专家领域\n\n??? question "4.11　题目"\n    答案\n')  # ## on the bank's pages
     assert '<details class="question" data-chapter="4" data-stars="2" id="q-4-10">' in out
-    assert out.count('id="q-') == 1
+    assert '<details class="question" data-chapter="4" data-stars="3" id="q-4-11">' in out
+    assert out.count('id="q-') == 2
 
 
 @pytest.mark.parametrize("text, message", [
@@ -100,11 +103,16 @@ def test_cheat_sheet_lists_every_question_and_its_core_once():
 
 
 def test_built_pages_carry_the_anchors_and_the_citation(built_site):
-    bank = (built_site / "interview" / "index.html").read_text(encoding="utf-8")
-    ids = re.findall(r'<details class="question" data-chapter="(\d+)" data-stars="(\d)" id="(q-\d+-\d+)"', bank)
+    ids = []
+    for chapter in sorted({q.chapter for q in QUESTIONS}):
+        # the bank is a page per chapter (sitebuild/refpages.py): its questions, its controls
+        bank = (built_site / "interview" / f"ch{chapter:02d}" / "index.html").read_text(encoding="utf-8")
+        found = re.findall(r'<details class="question" data-chapter="(\d+)" data-stars="(\d)" id="(q-\d+-\d+)"', bank)
+        assert {int(c) for c, _, _ in found} == {chapter}
+        ids += found
+        assert 'class="qbank-controls"' in bank
     assert [i for _, _, i in ids] == [q.anchor for q in QUESTIONS]
     assert [int(s) for _, s, _ in ids] == [q.stars for q in QUESTIONS]
-    assert 'class="qbank-controls"' in bank
     for slug in sorted({q.slug for q in QUESTIONS}):
         # a chapter's questions are on its interview page; its citation ends its first page
         questions = (built_site / "chapters" / slug / "interview" / "index.html").read_text(encoding="utf-8")
@@ -116,3 +124,35 @@ def test_built_pages_carry_the_anchors_and_the_citation(built_site):
         assert re.search(r"year = \{20\d\d\}", cite) and re.search(r"note = \{commit [0-9a-f]{7,}\+?\}", cite), slug
     sheet = (built_site / "cheatsheet" / "index.html").read_text(encoding="utf-8")
     assert sheet.count('class="cheatsheet-chapter"') == len(chapter_files())
+
+
+def test_the_bank_index_links_every_chapter_and_old_question_links_land(built_site):
+    """interview/ lists each chapter's page with its count; ``interview/#q-2-4`` (the one page the bank
+    was) goes on to ``interview/ch02/#q-2-4`` through the map in the index page's <head>."""
+    index = (built_site / "interview" / "index.html").read_text(encoding="utf-8")
+    for chapter in sorted({q.chapter for q in QUESTIONS}):
+        n = sum(q.chapter == chapter for q in QUESTIONS)
+        assert f'<a href="ch{chapter:02d}/">本章的 {n} 道题</a>' in index, chapter
+    m = re.search(r"<script>\(function\(\)\{var m=\{\},t=(\{.*?\});for", index)
+    assert m and m.start() < index.index("<link"), "no anchor map before the stylesheets"
+    mapped = {i: rel for rel, ids in json.loads(m[1]).items() for i in ids}
+    assert {q.anchor: mapped.get(q.anchor) for q in QUESTIONS} == {q.anchor: f"ch{q.chapter:02d}/" for q in QUESTIONS}
+    assert not re.search(r'id="q-\d+-\d+"', index)  # no question is left on the index itself
+
+
+def test_the_bank_has_a_page_per_chapter_of_the_nav(monkeypatch):
+    """Each chapter's questions on its own page of the bank, linked to their answers; a chapter in the
+    nav without questions yet gets a page that says so (no file to write per chapter)."""
+    from sitebuild.config import chapters
+    from sitebuild.generate.render import page_questionbank
+
+    titles = {**chapters(), "ch99": ("第 99 章 新的一章", "chapters/99-new/index.md")}
+    monkeypatch.setattr(page_questionbank, "chapters", lambda: titles)
+    pages = page_questionbank.render_pages()
+    assert set(pages) == {page_questionbank.INDEX} | {f"question-bank-{key}.md" for key in titles}
+    for q in QUESTIONS:
+        page = pages[f"question-bank-ch{q.chapter:02d}.md"]
+        assert page.count(f"](/chapters/{q.slug}/interview.md#{q.anchor}){{ .qbank-answer }}") == 1, q.number
+        assert f"**一句话**：{q.core}" in page
+    assert "本章尚无面试题" in pages["question-bank-ch99.md"] and "qbank-controls" not in pages["question-bank-ch99.md"]
+    assert f"共 {len(QUESTIONS)} 题" in pages[page_questionbank.INDEX]

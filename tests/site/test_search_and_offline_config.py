@@ -91,6 +91,11 @@ def test_clean_entry():
                      "boost": SECTION_BOOST["verification"]}
     # the offline edition's URLs (use_directory_urls: false) are matched the same way
     assert clean_entry({"location": "errata.html#ch01-x", "title": "", "text": ""})["boost"] == SECTION_BOOST["errata"]
+    # a reference page's chapter pages rank below the chapter they are titled after; the index does not
+    boosts = {loc: clean_entry({"location": loc, "title": "", "text": ""}).get("boost")
+              for loc in ("verification/", "verification/ch05/", "interview.html", "interview/ch05.html")}
+    assert boosts == {"verification/": None, "verification/ch05/": 0.001, "interview.html": None,
+                      "interview/ch05.html": 0.001}
 
 
 def test_offline_config_tracks_main():

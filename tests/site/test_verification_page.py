@@ -1,5 +1,6 @@
-"""The verification page, for readers: a titled entry per claim, links to the very badge that cites
-it, and the last recorded test run (or an honest "no run recorded").
+"""The verification pages, for readers: an index of the chapters, then a page per chapter with a titled
+entry per claim, links to the very badge that cites it, and the last recorded test run (or an honest
+"no run recorded"); every badge lands on its claim, and so does every old link to ``verification/#id``.
 
 The build-level checks read the one strict build (``built_site``); the rest are unit tests of
 sitebuild/hooks/claimanchors.py and sitebuild/generate/claims.py on small inputs.
@@ -15,11 +16,15 @@ from urllib.parse import urljoin, urlparse
 
 import pytest
 
+from sitebuild.config import chapters
 from sitebuild.generate import claims
 from sitebuild.hooks import claimanchors
 
 BADGE_TAG = re.compile(r'<a\b[^>]*\bclass="claim"[^>]*>')
 ID = re.compile(r'\bid="([^"]+)"')
+HREF = re.compile(r'\bhref="([^"]+)"')
+MAP = re.compile(r"<script>\(function\(\)\{var m=\{\},t=(\{.*?\});for")
+PAGES = [f"verification/{key}/" for key in chapters()]  # a page per chapter of the nav
 
 
 def _html(site: Path, url_path: str) -> str:
@@ -40,6 +45,9 @@ def test_badges_are_numbered_per_claim_in_page_order():
         ("ch01-c03", "claim-ch01-c03-1", "C03"), ("ch01-c04", "claim-ch01-c04-1", "C04"),
         ("ch01-c03", "claim-ch01-c03-2", "C03")]
     assert out.count("{ .claim #claim-ch01-c03-") == 2 and "[not a badge](verification.md#ch01-c05)" in out
+    # whatever the spelling, a badge points at its chapter's verification page, from docs/
+    assert "[✔ C03](/verification/ch01.md#ch01-c03){ .claim #claim-ch01-c03-1 }" in out
+    assert "[✔ C04](/verification/ch01.md#ch01-c04){ .claim #claim-ch01-c04-1 }" in out
 
 
 def test_included_files_are_numbered_as_part_of_the_page(tmp_path):
@@ -69,30 +77,98 @@ def test_every_badge_on_every_built_page_has_a_unique_id(built_site):
 
 
 def test_where_links_land_on_the_badge(built_site):
-    """Every "出现在" link of the verification page names a page and a badge id that exists there."""
-    html = _html(built_site, "verification/")
-    links = set(re.findall(r'href="([^"]*#claim-[^"]+)"', html))
-    assert len(links) >= len(claims.collect_claims())
+    """Every "出现在" link of every verification page names a page and a badge id that exists there."""
     badges: dict[str, set[str]] = {}
-    missing = []
-    for href in sorted(links):
-        url = urlparse(urljoin("http://x/verification/", href))
-        if url.path not in badges:
-            tags = BADGE_TAG.findall(_html(built_site, url.path))
-            badges[url.path] = {m[1] for t in tags if (m := ID.search(t))}
-        if url.fragment not in badges[url.path]:
-            missing.append(href)
+    missing, links = [], 0
+    for page in PAGES:
+        hrefs = set(re.findall(r'href="([^"]*#claim-[^"]+)"', _html(built_site, page)))
+        links += len(hrefs)
+        for href in sorted(hrefs):
+            url = urlparse(urljoin(f"http://x/{page}", href))
+            if url.path not in badges:
+                tags = BADGE_TAG.findall(_html(built_site, url.path))
+                badges[url.path] = {m[1] for t in tags if (m := ID.search(t))}
+            if url.fragment not in badges[url.path]:
+                missing.append((page, href))
+    assert links >= len(claims.collect_claims())
     assert missing == []
+
+
+def test_every_badge_lands_on_its_claim(built_site):
+    """A badge on any built page links to its chapter's verification page, at the claim's entry."""
+    claim_ids = {c.id for c in claims.collect_claims()}
+    entries = {page: set(ID.findall(_html(built_site, page))) & claim_ids for page in PAGES}
+    wrong, seen = [], 0
+    for file in built_site.rglob("*.html"):
+        base = "http://x/" + file.relative_to(built_site).as_posix()
+        for tag in BADGE_TAG.findall(file.read_text(encoding="utf-8")):
+            seen += 1
+            url = urlparse(urljoin(base, HREF.search(tag)[1]))
+            page = url.path.removeprefix("/")
+            if url.fragment not in entries.get(page, ()) or page != f"verification/{url.fragment[:4]}/":
+                wrong.append((file.relative_to(built_site).as_posix(), tag))
+    assert seen > len(claim_ids) and wrong == []
+    # each chapter's page holds exactly its own claims
+    assert {page: len(ids) for page, ids in entries.items()} == {
+        page: sum(c.startswith(page.split("/")[1]) for c in claim_ids) for page in PAGES}
+
+
+def test_old_links_to_a_claim_land_on_its_chapter_page(built_site):
+    """``verification/#ch01-c03`` (the one page the list was) sends the reader on to ``verification/ch01/#ch01-c03``:
+    the index page's <head> maps every id of the chapter pages that it lacks, each to the page that holds it."""
+    index = _html(built_site, "verification/")
+    m = MAP.search(index)
+    assert m and m.start() < index.index("<link"), "no anchor map before the stylesheets"
+    targets = json.loads(m[1])
+    assert list(targets) == [page.removeprefix("verification/") for page in PAGES]
+    own = set(ID.findall(index[index.index("<article"):]))
+    for rel, ids in targets.items():
+        assert set(ids) <= set(ID.findall(_html(built_site, "verification/" + rel))), rel
+        assert not set(ids) & own, rel
+    mapped = {i: rel for rel, ids in targets.items() for i in ids}
+    assert {c.id: mapped.get(c.id) for c in claims.collect_claims()} == {
+        c.id: c.id[:4] + "/" for c in claims.collect_claims()}
+    # the old page's chapter headings are the index's own
+    assert 'id="第-01-章-为什么是-attention"' in index
+
+
+def test_the_index_links_every_chapter_page_with_its_count(built_site):
+    index = _html(built_site, "verification/")
+    found = claims.collect_claims()
+    for key, (title, _) in chapters().items():
+        n = sum(c.id.startswith(key) for c in found)
+        assert re.search(rf'<a href="{key}/">本章的 {n} 个论断</a>', index), key
+        assert title in index
+    assert all(f'href="{c.id[:4]}/#{c.id}"' in index for c in found)
 
 
 # --- the entries ------------------------------------------------------------------------------
 
 
+def test_a_new_chapter_gets_its_pages_from_the_nav_alone(monkeypatch):
+    """No file per chapter: a chapter in the nav gets its verification page (and its question bank page),
+    listed after the index by nav_pages(), even before it has a claim."""
+    from sitebuild import refpages
+
+    titles = {**chapters(), "ch99": ("第 99 章 新的一章", "chapters/99-new/index.md")}
+    monkeypatch.setattr(claims, "chapters", lambda: titles)
+    pages = claims.render_pages(claims.collect_claims()[:3], {}, None)
+    assert set(pages) == {claims.INDEX} | {f"verification-{key}.md" for key in titles}
+    assert "本章尚无论断" in pages["verification-ch99.md"]
+    assert "[本章的 0 个论断](/verification/ch99.md)" in pages[claims.INDEX]
+    nav = refpages.with_chapter_pages([("验证清单", "verification.md"), ("面试题库", "interview.md")], titles)
+    srcs = [src for _, src in nav]
+    assert srcs.index("verification/ch99.md") < srcs.index("interview.md") < srcs.index("interview/ch99.md") == len(srcs) - 1
+    assert ("验证清单 · 第 99 章 新的一章", "verification/ch99.md") in nav
+    assert refpages.page_markdown(refpages.VERIFICATION, "ch99", "第 99 章 新的一章").endswith(
+        '--8<-- "docs/generated/verification-ch99.md"\n')
+
+
 def test_entry_has_a_human_title_an_id_label_and_its_test_source(built_site):
-    html = _html(built_site, "verification/")
-    entry = html[html.index('id="ch01-c03"') :]
-    entry = entry[: entry.index("<h3", 10)]
-    title = re.sub(r'<a class="headerlink".*?</a>|<[^>]+>', "", entry[: entry.index("</h3>")])
+    html = _html(built_site, "verification/ch01/")
+    entry = html[html.index('<h2 id="ch01-c03"') :]
+    entry = entry[: entry.index("<h2", 10)]
+    title = re.sub(r'<a class="headerlink".*?</a>|<[^>]+>', "", entry[: entry.index("</h2>")])
     assert title.endswith("C03 · tanh RNN：梯度消失的充分条件")
     assert '<span class="claim-id">ch01-c03</span>' in entry
     claim = entry[entry.index("<strong>论断</strong>") :].split("<br", 1)[0]
@@ -108,8 +184,21 @@ def test_every_claim_has_a_title_beyond_its_badge_text():
     assert bare == []
 
 
-def test_titles_file_names_only_existing_claims():
-    assert set(claims.titles()) <= {c.id for c in claims.collect_claims()}
+def test_a_claim_title_is_read_from_its_marker(tmp_path):
+    """``title=`` in the marker names the claim; without it the heading its first badge sits under does."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_x.py").write_text(
+        "import pytest\n\n\n"
+        '@pytest.mark.claim("ch01-x", paper="§1", title="标记里的标题", text="t")\n'
+        "def test_x():\n    pass\n\n\n"
+        '@pytest.mark.claim("ch01-y", paper="§1", text="t")\n'
+        "def test_y():\n    pass\n", encoding="utf-8")
+    x, y = claims.collect_claims(tests)
+    assert (x.title, y.title) == ("标记里的标题", None)
+    badge = [claims.Occurrence("chapters/01-x/a.md", "claim-ch01-x-1", "示例", "所在的小节")]
+    assert claims._title(x, badge) == "示例 · 标记里的标题"
+    assert claims._title(y, badge) == "示例 · 所在的小节"
 
 
 @pytest.mark.parametrize("text, html", [

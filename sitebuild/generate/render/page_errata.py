@@ -15,6 +15,8 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from sitebuild.refpages import claim_page
+
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "docs" / "errata.yml"
 SCHEMA = ROOT / "docs" / "errata.schema.json"
@@ -65,7 +67,7 @@ def render_markdown(data: dict, commit=commit_of) -> str:
         page, _, anchor = entry["page"].partition("#")
         chapter = page.split("/")[1][:2]
         where = f"[第 {chapter} 章{'（面试题）' if page.endswith('questions.md') else ''}]({page}{'#' + anchor if anchor else ''})"
-        claim = (f"[{entry['claim']}](verification.md#{entry['claim']})" if entry.get("claim") else "—")
+        claim = (f"[{entry['claim']}]({claim_page(entry['claim'])}#{entry['claim']})" if entry.get("claim") else "—")
         lines += [
             f"### {entry['id']} {{#{entry['id']}}}",
             "",
