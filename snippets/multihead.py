@@ -73,7 +73,7 @@ class GroupedQueryAttention(nn.Module):
     n_kv_heads = 1：所有查询头共用一对 K、V，就是多查询注意力（MQA，Shazeer, 2019）。
     w_q、w_o 与 MHA 相同（d_model × d_model）；w_k、w_v 只有 d_model × (n_kv_heads·d_head)。
     不带偏置时参数量 2·d_model² + 2·d_model·(n_kv_heads·d_head)。
-    forward 的参数、掩码约定和返回值与 MultiHeadAttention 相同：out (batch, n_q, d_model)，
+    forward 的参数（没有 cache）、掩码约定和返回值与 MultiHeadAttention 相同：out (batch, n_q, d_model)，
     weights (batch, n_heads, n_q, n_k)。
     """
 

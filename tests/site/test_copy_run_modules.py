@@ -17,7 +17,7 @@ from tests.support.copyrun import run_fresh, run_fresh_each
 from tests.support.sections import ROOT, parse_sections
 
 SECTIONS = {
-    "attention": ["imports", "sdpa", "masks", "mha", "restricted", "online-softmax", "checks"],
+    "attention": ["imports", "sdpa", "masks", "mha", "kv-cache", "restricted", "online-softmax", "checks"],
     "rnn": ["imports", "rnn-cell", "rnn-layer", "bptt-jacobian", "gradient-norms", "checks"],
     "lstm": ["imports", "lstm-cell", "lstm-layer", "cell-jacobian"],
 }
@@ -25,7 +25,7 @@ SECTIONS = {
 # what each section needs besides `imports` (documented in each module's docstring); the
 # sections of other modules a section needs are in PREFIX below
 NEEDS = {
-    "attention": {"sdpa": ["checks"], "masks": [], "mha": ["sdpa", "checks"],
+    "attention": {"sdpa": ["checks"], "masks": [], "mha": ["sdpa", "checks"], "kv-cache": [],
                   "restricted": ["checks"], "online-softmax": ["checks"], "checks": []},
     "rnn": {"rnn-cell": [], "rnn-layer": ["rnn-cell"], "bptt-jacobian": ["checks"],
             "gradient-norms": ["checks"], "checks": []},
@@ -87,6 +87,12 @@ SMOKE = {
                                             torch.zeros(4, dtype=torch.float64), 5)
         assert direct.shape == full.shape == (4, 4)
     """,
+    "attention:kv-cache": """
+        cache = KVCache()
+        cache.update(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4))
+        k, v = cache.update(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4))
+        assert k.shape == v.shape == (1, 2, 4, 4) and cache.length == 4 and cache.nbytes() == 2 * 32 * 4
+    """,
     "attention:checks": """
         try:
             _check_qkv(torch.randn(2, 3, 4), torch.randn(2, 5, 8), torch.randn(2, 5, 6))
@@ -107,6 +113,12 @@ SMOKE = {
         else:
             raise AssertionError("a (4, 3) matrix passed as (4, 4)")
     """,
+    "decoding:greedy-decode": """
+        torch.manual_seed(0)
+        model = Transformer(7, 8, 2, 2, 16, dropout=0.0).eval()
+        tokens, logits = greedy_decode(model, torch.randint(0, 7, (2, 5)), 4, bos_id=1, return_logits=True)
+        assert tokens.shape == (2, 4) and logits.shape == (2, 4, 7)
+    """,
 }
 
 
@@ -124,8 +136,11 @@ def test_section_names_are_exact(module):
 # every reader module with sections (probes and experiments import freely: readers do not copy them)
 MODULES = sorted(p.stem for p in (ROOT / "snippets").glob("*.py") if parse_sections(p))
 # what a page must include besides a module's own sections (they use these names without importing them)
+ATTENTION = ("attention", ["imports", "sdpa", "masks", "mha", "kv-cache", "checks"])
 PREFIX = {
-    "transformer": [("attention", ["imports", "sdpa", "masks", "mha", "checks"])],
+    "transformer": [ATTENTION],
+    "decoding": [ATTENTION, ("transformer", ["imports", "positional-encoding", "embedding", "ffn",
+                                             "encoder-layer", "decoder-layer", "model", "kv-cache"])],
     "rnn": [("checks", ["imports", "checks"])],
     "lstm": [("checks", ["imports", "checks"])],
 }
