@@ -3,8 +3,9 @@
 论文 §3.2.1 拿它和点积注意力比较：加性注意力用「只有一个隐藏层的前馈网络」算兼容度，
 score(q, k) = vᵀ tanh(W_q q + W_k k)；点积注意力是 score(q, k) = q·k（再乘 1/√d_k 就是论文的公式 (1)）。
 
-页面按顺序引入 snippets/attention.py 的 imports、sdpa 小节和 snippets/softmax.py 的小节，
+页面按顺序引入 snippets/attention.py 的 imports、sdpa、checks 小节和 snippets/softmax.py 的小节，
 再引入本文件的小节；所以本文件的小节直接使用 _shapes、_check_mask、masked_softmax 这些名字。
+additive 一节的输入检查在最后的 checks 一节（_check_additive_inputs）。
 下面这行导入在所有小节之外，只在 `import snippets.additive` 时生效（页面上不显示）。
 
 掩码约定与 scaled_dot_product_attention 相同：bool，True = 可以看；整行被遮住时该行输出与权重全为 0，
@@ -26,7 +27,7 @@ from torch import nn
 def additive_scores(query, key, w_q, w_k, v_a, b_h=None):
     """兼容度函数（compatibility function）：score_ij = v_aᵀ tanh(W_q q_i + W_k k_j + b_h)。
 
-    query (..., n_q, d_q)，key (..., n_k, d_key) → scores (..., n_q, n_k)。形状检查在 additive_attention 里。
+    query (..., n_q, d_q)，key (..., n_k, d_key) → scores (..., n_q, n_k)。输入由 additive_attention 检查。
     b_h (d_h,) 是隐藏层的偏置，可以不要（Bahdanau 论文的写法没有它）。
     """
     q_h = query @ w_q  # (..., n_q, d_h)
@@ -46,36 +47,7 @@ def additive_attention(query, key, value, w_q, w_k, v_a, mask=None, b_h=None):
     mask：bool，True = 可以看，能广播到 (..., n_q, n_k)。
     返回 out (..., n_q, d_v) 和 weights (..., n_q, n_k)；整行被遮住的查询，该行全为 0。
     """
-    named = {"query": query, "key": key, "value": value, "w_q": w_q, "w_k": w_k, "v_a": v_a}
-    if b_h is not None:
-        named["b_h"] = b_h
-    for name, t in named.items():
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    shapes = _shapes(**named)
-    for name, t in named.items():
-        if not t.is_floating_point() or t.dtype != query.dtype:
-            raise TypeError(f"{name} has dtype {t.dtype}; all inputs must share query's floating dtype: {shapes}")
-    for name, t in (("query", query), ("key", key), ("value", value)):
-        if t.dim() < 2 or t.shape[-2] == 0 or t.shape[-1] == 0:
-            raise ValueError(f"{name} must have shape (..., n, d) with n, d >= 1: {shapes}")
-        if t.shape[:-2] != query.shape[:-2]:
-            raise ValueError(f"{name} has batch dims {tuple(t.shape[:-2])} but query has "
-                             f"{tuple(query.shape[:-2])}: {shapes}")
-    if value.shape[-2] != key.shape[-2]:
-        raise ValueError(f"value has n_k={value.shape[-2]} but key has n_k={key.shape[-2]}: {shapes}")
-    if w_q.dim() != 2 or w_q.shape[0] != query.shape[-1]:
-        raise ValueError(f"w_q must have shape (d_q={query.shape[-1]}, d_h): {shapes}")
-    d_h = w_q.shape[1]
-    if w_k.dim() != 2 or w_k.shape != (key.shape[-1], d_h):
-        raise ValueError(f"w_k must have shape (d_key={key.shape[-1]}, d_h={d_h}): {shapes}")
-    if v_a.shape != (d_h,):
-        raise ValueError(f"v_a must have shape (d_h={d_h},): {shapes}")
-    if b_h is not None and b_h.shape != (d_h,):
-        raise ValueError(f"b_h must have shape (d_h={d_h},): {shapes}")
-    n_q, n_k = query.shape[-2], key.shape[-2]
-    _check_mask(mask, query.shape[:-2] + (n_q, n_k), shapes)
-
+    _check_additive_inputs(query, key, value, w_q, w_k, v_a, mask, b_h)
     scores = additive_scores(query, key, w_q, w_k, v_a, b_h)  # (..., n_q, n_k)
     weights = masked_softmax(scores, mask)  # (..., n_q, n_k)，遮住处为 0，整行遮住时全为 0
     return weights @ value, weights  # (..., n_q, d_v), (..., n_q, n_k)
@@ -131,3 +103,38 @@ def attention_cost(kind, batch, n_q, n_k, d_q, d_key, d_h, d_v, bias=False):
                 "score_elements": pairs * d_h}
     raise ValueError(f"kind must be 'dot' or 'additive', got {kind!r}")
 # --8<-- [end:cost]
+
+
+# --8<-- [start:checks]
+def _check_additive_inputs(query, key, value, w_q, w_k, v_a, mask, b_h):
+    """additive_attention 的输入检查：类型、dtype、各张量的形状与掩码；报错时写出全部形状。"""
+    named = {"query": query, "key": key, "value": value, "w_q": w_q, "w_k": w_k, "v_a": v_a}
+    if b_h is not None:
+        named["b_h"] = b_h
+    for name, t in named.items():
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    shapes = _shapes(**named)
+    for name, t in named.items():
+        if not t.is_floating_point() or t.dtype != query.dtype:
+            raise TypeError(f"{name} has dtype {t.dtype}; all inputs must share query's floating dtype: {shapes}")
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.dim() < 2 or t.shape[-2] == 0 or t.shape[-1] == 0:
+            raise ValueError(f"{name} must have shape (..., n, d) with n, d >= 1: {shapes}")
+        if t.shape[:-2] != query.shape[:-2]:
+            raise ValueError(f"{name} has batch dims {tuple(t.shape[:-2])} but query has "
+                             f"{tuple(query.shape[:-2])}: {shapes}")
+    if value.shape[-2] != key.shape[-2]:
+        raise ValueError(f"value has n_k={value.shape[-2]} but key has n_k={key.shape[-2]}: {shapes}")
+    if w_q.dim() != 2 or w_q.shape[0] != query.shape[-1]:
+        raise ValueError(f"w_q must have shape (d_q={query.shape[-1]}, d_h): {shapes}")
+    d_h = w_q.shape[1]
+    if w_k.dim() != 2 or w_k.shape != (key.shape[-1], d_h):
+        raise ValueError(f"w_k must have shape (d_key={key.shape[-1]}, d_h={d_h}): {shapes}")
+    if v_a.shape != (d_h,):
+        raise ValueError(f"v_a must have shape (d_h={d_h},): {shapes}")
+    if b_h is not None and b_h.shape != (d_h,):
+        raise ValueError(f"b_h must have shape (d_h={d_h},): {shapes}")
+    n_q, n_k = query.shape[-2], key.shape[-2]
+    _check_mask(mask, query.shape[:-2] + (n_q, n_k), shapes)
+# --8<-- [end:checks]

@@ -1,16 +1,18 @@
-"""注意力（Attention）：论文 §3.2 的公式 (1)、掩码、多头注意力，§4 的受限注意力，
+"""注意力（Attention）：论文 §3.2 的公式 (1)、掩码、多头注意力与它的 KV 缓存，§4 的受限注意力，
 以及 FlashAttention 的在线 softmax。
 
-页面按节引用本文件（写法见 CONVENTIONS.md）；各节按文件顺序拼接后
-可在全新解释器里独立运行。测试：tests/test_attention.py、tests/test_bad_input.py。
+页面按节引用本文件（写法见 CONVENTIONS.md）：先是算法各节，输入检查放在最后的 checks 节；
+各节按文件顺序拼接后可在全新解释器里独立运行。测试：tests/ch01/test_ch01_attention.py、
+tests/ch01/test_ch01_bad_input.py；KV 缓存在 tests/ch02/。
 
 统一约定：
 - mask 一律是 bool 张量，True = 可以看（may attend），False = 遮住；
 - 某个查询的整行都被遮住时，该行输出与权重全为 0，绝不是 NaN；
 - 形状不对、dtype 不对时抛 ValueError / TypeError，消息里写出参数名与形状，绝不悄悄广播。
 
-节之间的依赖（页面引用时要带上）：每节都要 imports；mha、restricted、online-softmax 还要 sdpa
-（它定义了检查函数 _shapes、_check_qkv、_check_mask）；masks 只要 imports。
+节之间的依赖（页面引用时要带上）：每节都要 imports；sdpa、mha、restricted、online-softmax 要 checks
+（检查函数 _shapes、_check_qkv、_check_mask、_check_mha_inputs），mha 还要 sdpa；
+masks、kv-cache 只要 imports（mha 的 forward 按 cache 参数读写 KVCache）。
 """
 
 # --8<-- [start:imports]
@@ -23,51 +25,6 @@ from torch import nn
 
 
 # --8<-- [start:sdpa]
-def _shapes(**tensors):
-    """把若干张量的形状写成 "q (2, 5, 16), k (2, 7, 8)"，用在报错信息里。"""
-    return ", ".join(f"{name} {tuple(t.shape)}" for name, t in tensors.items())
-
-
-def _check_qkv(q, k, v):
-    """q (..., n_q, d_k)、k (..., n_k, d_k)、v (..., n_k, d_v)：逐项检查，报错时写出形状。"""
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    shapes = _shapes(q=q, k=k, v=v)
-    for name, t in (("q", q), ("k", k), ("v", v)):
-        if not t.is_floating_point():
-            raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}: {shapes}")
-        if t.dtype != q.dtype:
-            raise TypeError(f"{name} has dtype {t.dtype} but q has {q.dtype}: {shapes}")
-        if t.dim() < 2:
-            raise ValueError(f"{name} must have shape (..., n, d), got {t.dim()} dims: {shapes}")
-        if t.shape[:-2] != q.shape[:-2]:
-            raise ValueError(f"{name} has batch dims {tuple(t.shape[:-2])} "
-                             f"but q has {tuple(q.shape[:-2])}: {shapes}")
-        if t.shape[-2] == 0 or t.shape[-1] == 0:
-            raise ValueError(f"{name} is empty (n = 0 or d = 0): {shapes}")
-    if k.shape[-1] != q.shape[-1]:
-        raise ValueError(f"k has d_k={k.shape[-1]} but q has d_k={q.shape[-1]}: {shapes}")
-    if v.shape[-2] != k.shape[-2]:
-        raise ValueError(f"v has n_k={v.shape[-2]} but k has n_k={k.shape[-2]}: {shapes}")
-
-
-def _check_mask(mask, target, shapes):
-    """mask 必须是 bool，并且能广播到 target（比如分数矩阵的形状 (..., n_q, n_k)）。"""
-    if mask is None:
-        return
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
-        where = f"mask {tuple(mask.shape)}, " if isinstance(mask, torch.Tensor) else ""
-        raise TypeError(f"mask must be a bool tensor (True = may attend), got {got}: {where}{shapes}")
-    try:
-        ok = torch.broadcast_shapes(mask.shape, target) == target
-    except RuntimeError:
-        ok = False
-    if not ok:
-        raise ValueError(f"mask {tuple(mask.shape)} cannot broadcast to {tuple(target)}: {shapes}")
-
-
 def scaled_dot_product_attention(q, k, v, mask=None, check_inputs=True):
     """论文公式 (1)：Attention(Q, K, V) = softmax(Q Kᵀ / √d_k) V。
 
@@ -140,6 +97,7 @@ class MultiHeadAttention(nn.Module):
     返回 out (batch, n_q, d_model) 和每个头的 weights (batch, h, n_q, n_k)。
     n_q 可以不等于 n_k（交叉注意力）。mask：bool，True = 可以看，能广播到
     (batch, n_q, n_k)（所有头共用，如 causal_mask、padding_mask）或 4 维 (batch, h, n_q, n_k)（逐头）。
+    cache：增量解码时传入这个模块的 KVCache（见 kv-cache 一节），forward 自己读写它；None 时不缓存。
     把实例的 check_inputs 设为 False 可跳过输入检查（复杂度探针计时用）。
     """
 
@@ -159,39 +117,22 @@ class MultiHeadAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_model, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)  # W^O
 
-    def _check(self, query, key, value, mask):
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            if not isinstance(t, torch.Tensor):
-                raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        shapes = _shapes(query=query, key=key, value=value)
-        dtype = self.w_q.weight.dtype
-        for name, t in (("query", query), ("key", key), ("value", value)):
-            if t.dtype != dtype:
-                raise TypeError(f"{name} has dtype {t.dtype} but the weights have {dtype}: {shapes}")
-            if t.dim() != 3 or t.shape[-1] != self.d_model:
-                raise ValueError(f"{name} must have shape (batch, n, d_model={self.d_model}): {shapes}")
-            if t.shape[0] != query.shape[0]:
-                raise ValueError(f"{name} has batch {t.shape[0]} but query has {query.shape[0]}: {shapes}")
-            if t.shape[1] == 0:
-                raise ValueError(f"{name} is an empty sequence (n = 0): {shapes}")
-        if value.shape[1] != key.shape[1]:
-            raise ValueError(f"value has n_k={value.shape[1]} but key has n_k={key.shape[1]}: {shapes}")
-        batch, n_q, n_k = query.shape[0], query.shape[1], key.shape[1]
-        per_head = isinstance(mask, torch.Tensor) and mask.dim() == 4
-        target = (batch, self.num_heads, n_q, n_k) if per_head else (batch, n_q, n_k)
-        _check_mask(mask, torch.Size(target), shapes)
-
     def _split_heads(self, x):
         batch, n, _ = x.shape  # (batch, n, d_model)
         return x.view(batch, n, self.num_heads, self.d_head).transpose(1, 2)  # (batch, h, n, d_head)
 
-    def forward(self, query, key, value, mask=None):
+    def forward(self, query, key, value, mask=None, cache=None):
         if self.check_inputs:
-            self._check(query, key, value, mask)
+            _check_mha_inputs(self, query, key, value, mask, cache)
         batch, n_q, _ = query.shape
         q = self._split_heads(self.w_q(query))  # (batch, h, n_q, d_head)
-        k = self._split_heads(self.w_k(key))  # (batch, h, n_k, d_head)
-        v = self._split_heads(self.w_v(value))  # (batch, h, n_k, d_head)
+        if cache is not None and cache.static and cache.k is not None:
+            k, v = cache.k, cache.v  # 交叉注意力：K、V 第一次就从 key、value 算好了，之后只读
+        else:
+            k = self._split_heads(self.w_k(key))  # (batch, h, n_k, d_head)
+            v = self._split_heads(self.w_v(value))  # (batch, h, n_k, d_head)
+            if cache is not None:
+                k, v = cache.update(k, v)  # 接在缓存的旧位置后面：(batch, h, t, d_head)
         if mask is not None and mask.dim() == 3:
             mask = mask.unsqueeze(1)  # (batch, 1, n_q, n_k)：插入"头"这一维，所有头共用；2 维及以下自动广播
         # h 个头一起算：每个头在自己的 d_head 维子空间里做公式 (1)
@@ -200,6 +141,38 @@ class MultiHeadAttention(nn.Module):
         out = out.transpose(1, 2).reshape(batch, n_q, self.d_model)  # (batch, n_q, d_model)
         return self.w_o(out), weights
 # --8<-- [end:mha]
+
+
+# --8<-- [start:kv-cache]
+class KVCache:
+    """一个注意力模块在增量解码时的 K、V 缓存：传给 MultiHeadAttention.forward 的 cache 参数。
+
+    static=False（解码器自注意力）：每次 forward 把新位置的 K、V 接在后面，k、v 各 (batch, h, t, d_head)；
+    static=True（交叉注意力）：第一次 forward 从 key、value 算出 K、V，之后只读，k、v 各 (batch, h, n, d_head)。
+    """
+
+    def __init__(self, static=False):
+        self.static = static
+        self.k = self.v = None  # 还没有缓存任何位置
+
+    @property
+    def length(self):
+        """已缓存的位置数 t。"""
+        return 0 if self.k is None else self.k.shape[-2]
+
+    def update(self, k, v):
+        """接上新位置的 k、v (batch, h, t_new, d_head)，返回到目前为止的全部 K、V (batch, h, t, d_head)。"""
+        if self.k is None:
+            self.k, self.v = k, v
+        else:  # 为了清晰用 torch.cat，每步复制整块缓存；生产实现会预先分配到最大长度，或分页管理
+            self.k = torch.cat([self.k, k], dim=-2)
+            self.v = torch.cat([self.v, v], dim=-2)
+        return self.k, self.v
+
+    def nbytes(self):
+        """缓存占的字节数（K 与 V 两块）。"""
+        return 0 if self.k is None else self.k.nbytes + self.v.nbytes
+# --8<-- [end:kv-cache]
 
 
 # --8<-- [start:restricted]
@@ -293,3 +266,82 @@ def online_softmax_attention(q, k, v, block=128, mask=None):
         out[..., i:i + block, :] = acc / l.masked_fill(l == 0, 1.0)
     return out
 # --8<-- [end:online-softmax]
+
+
+# --8<-- [start:checks]
+def _shapes(**tensors):
+    """把若干张量的形状写成 "q (2, 5, 16), k (2, 7, 8)"，用在报错信息里。"""
+    return ", ".join(f"{name} {tuple(t.shape)}" for name, t in tensors.items())
+
+
+def _check_qkv(q, k, v):
+    """q (..., n_q, d_k)、k (..., n_k, d_k)、v (..., n_k, d_v)：逐项检查，报错时写出形状。"""
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    shapes = _shapes(q=q, k=k, v=v)
+    for name, t in (("q", q), ("k", k), ("v", v)):
+        if not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}: {shapes}")
+        if t.dtype != q.dtype:
+            raise TypeError(f"{name} has dtype {t.dtype} but q has {q.dtype}: {shapes}")
+        if t.dim() < 2:
+            raise ValueError(f"{name} must have shape (..., n, d), got {t.dim()} dims: {shapes}")
+        if t.shape[:-2] != q.shape[:-2]:
+            raise ValueError(f"{name} has batch dims {tuple(t.shape[:-2])} "
+                             f"but q has {tuple(q.shape[:-2])}: {shapes}")
+        if t.shape[-2] == 0 or t.shape[-1] == 0:
+            raise ValueError(f"{name} is empty (n = 0 or d = 0): {shapes}")
+    if k.shape[-1] != q.shape[-1]:
+        raise ValueError(f"k has d_k={k.shape[-1]} but q has d_k={q.shape[-1]}: {shapes}")
+    if v.shape[-2] != k.shape[-2]:
+        raise ValueError(f"v has n_k={v.shape[-2]} but k has n_k={k.shape[-2]}: {shapes}")
+
+
+def _check_mask(mask, target, shapes):
+    """mask 必须是 bool，并且能广播到 target（比如分数矩阵的形状 (..., n_q, n_k)）。"""
+    if mask is None:
+        return
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        got = mask.dtype if isinstance(mask, torch.Tensor) else type(mask).__name__
+        where = f"mask {tuple(mask.shape)}, " if isinstance(mask, torch.Tensor) else ""
+        raise TypeError(f"mask must be a bool tensor (True = may attend), got {got}: {where}{shapes}")
+    try:
+        ok = torch.broadcast_shapes(mask.shape, target) == target
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(f"mask {tuple(mask.shape)} cannot broadcast to {tuple(target)}: {shapes}")
+
+
+def _check_mha_inputs(mha, query, key, value, mask, cache=None):
+    """MultiHeadAttention（及同样接口的 GroupedQueryAttention）的输入检查：形状、dtype、掩码、缓存。"""
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    shapes = _shapes(query=query, key=key, value=value)
+    dtype = mha.w_q.weight.dtype
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        if t.dtype != dtype:
+            raise TypeError(f"{name} has dtype {t.dtype} but the weights have {dtype}: {shapes}")
+        if t.dim() != 3 or t.shape[-1] != mha.d_model:
+            raise ValueError(f"{name} must have shape (batch, n, d_model={mha.d_model}): {shapes}")
+        if t.shape[0] != query.shape[0]:
+            raise ValueError(f"{name} has batch {t.shape[0]} but query has {query.shape[0]}: {shapes}")
+        if t.shape[1] == 0:
+            raise ValueError(f"{name} is an empty sequence (n = 0): {shapes}")
+    if value.shape[1] != key.shape[1]:
+        raise ValueError(f"value has n_k={value.shape[1]} but key has n_k={key.shape[1]}: {shapes}")
+    batch, n_q = query.shape[0], query.shape[1]
+    if cache is not None and cache.k is not None:
+        where = f"cache.k {tuple(cache.k.shape)}, {shapes}"
+        if cache.k.shape[0] != batch:
+            raise ValueError(f"cache holds batch {cache.k.shape[0]} but query has {batch}: {where}")
+        if cache.static and cache.k.shape[-2] != key.shape[1]:
+            raise ValueError(f"cache holds n_k={cache.k.shape[-2]} but key has n_k={key.shape[1]}: {where}")
+    # 自注意力的缓存：新位置的键接在缓存的 t 个旧位置后面，掩码的最后一维是 t + n_k
+    n_k = key.shape[1] + (cache.length if cache is not None and not cache.static else 0)
+    per_head = isinstance(mask, torch.Tensor) and mask.dim() == 4
+    target = (batch, mha.num_heads, n_q, n_k) if per_head else (batch, n_q, n_k)
+    _check_mask(mask, torch.Size(target), shapes)
+# --8<-- [end:checks]

@@ -1,10 +1,14 @@
 """LSTM：单元、沿时间的循环，以及细胞状态 c 的雅可比（直接路径与完整路径）。
 
-对应内容审计的 R16–R20。页面按节引用；各节按文件顺序拼接后可独立运行。
-测试：tests/test_lstm.py、tests/test_bad_input.py。
+页面先引入算法各节，最后引入 snippets/checks.py 的 imports、checks 节（_check_tensor）。
+测试：tests/ch01/test_ch01_lstm.py、tests/ch01/test_ch01_bad_input.py。
 
-节之间的依赖（页面引用时要带上）：每节都要 imports；lstm-layer 与 cell-jacobian 要 lstm-cell。
+节之间的依赖（页面引用时要带上）：每节都要 imports 和 snippets/checks.py 的 imports、checks；
+lstm-layer 与 cell-jacobian 要 lstm-cell。下面这行导入在所有小节之外，只在 `import snippets.lstm`
+时生效（页面上不显示）。
 """
+
+from snippets.checks import _check_tensor  # noqa: F401  (小节里按名字使用)
 
 # --8<-- [start:imports]
 import math
@@ -15,26 +19,6 @@ from torch import nn
 
 
 # --8<-- [start:lstm-cell]
-def _check_rank(name, t, meaning):
-    """t 必须是浮点张量，维数与 meaning（如 "(batch, n, input_size)"）一致。"""
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if not t.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}: {name} {tuple(t.shape)}")
-    if t.dim() != meaning.count(",") + 1:
-        raise ValueError(f"{name} must have shape {meaning}, got {name} {tuple(t.shape)}")
-
-
-def _check_tensor(name, t, expected, meaning, dtype):
-    """t 必须是 dtype 的张量，形状等于 expected；meaning 写出各维含义，如 "(batch, hidden_size)"。"""
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if t.dtype != dtype:
-        raise TypeError(f"{name} has dtype {t.dtype} but the weights have {dtype}: {name} {tuple(t.shape)}")
-    if tuple(t.shape) != tuple(expected):
-        raise ValueError(f"{name} must have shape {meaning} = {tuple(expected)}, got {name} {tuple(t.shape)}")
-
-
 class LSTMCell(nn.Module):
     """带遗忘门的 LSTM 单元（遗忘门来自 Gers et al. 2000）：
 
@@ -76,13 +60,13 @@ class LSTMCell(nn.Module):
 
     def forward(self, x_t, state):
         if self.check_inputs:
-            _check_rank("x_t", x_t, "(batch, input_size)")
+            dtype = self.w_hh.dtype
+            _check_tensor("x_t", x_t, "(batch, input_size)", (None, self.input_size), dtype)
             if not isinstance(state, (tuple, list)) or len(state) != 2:
                 raise TypeError(f"state must be a pair (h_prev, c_prev), got {type(state).__name__}")
-            batch, d_h, dtype = x_t.shape[0], self.hidden_size, self.w_hh.dtype
-            _check_tensor("x_t", x_t, (batch, self.input_size), "(batch, input_size)", dtype)
-            _check_tensor("h_prev", state[0], (batch, d_h), "(batch, hidden_size)", dtype)
-            _check_tensor("c_prev", state[1], (batch, d_h), "(batch, hidden_size)", dtype)
+            batch, d_h = x_t.shape[0], self.hidden_size
+            _check_tensor("h_prev", state[0], "(batch, hidden_size)", (batch, d_h), dtype)
+            _check_tensor("c_prev", state[1], "(batch, hidden_size)", (batch, d_h), dtype)
         h_prev, c_prev = state
         i, f, g, o = self.gates(x_t, h_prev)
         c = f * c_prev + i * g  # (batch, d_h)：旧记忆按 f 保留，新内容按 i 写入
@@ -105,10 +89,9 @@ class LSTMLayer(nn.Module):
     def forward(self, x, state=None):
         cell = self.cell
         if cell.check_inputs:
-            _check_rank("x", x, "(batch, n, input_size)")
+            _check_tensor("x", x, "(batch, n, input_size)", (None, None, cell.input_size), cell.w_hh.dtype)
             if x.shape[1] == 0:
                 raise ValueError(f"x is an empty sequence (n = 0): x {tuple(x.shape)}")
-            _check_tensor("x", x, (x.shape[0], x.shape[1], cell.input_size), "(batch, n, input_size)", cell.w_hh.dtype)
         batch, n, _ = x.shape
         if state is None:
             zeros = x.new_zeros(batch, cell.hidden_size)
@@ -116,7 +99,7 @@ class LSTMLayer(nn.Module):
         h0, c0 = state
         if cell.check_inputs:
             for name, t in (("h0", h0), ("c0", c0)):
-                _check_tensor(name, t, (batch, cell.hidden_size), "(batch, hidden_size)", cell.w_hh.dtype)
+                _check_tensor(name, t, "(batch, hidden_size)", (batch, cell.hidden_size), cell.w_hh.dtype)
         h, c = h0, c0
         hs = []
         for t in range(n):  # 与 RNN 一样只能逐步计算
@@ -135,11 +118,11 @@ def cell_state_jacobians(cell, x, h0, c0, k):
       等于 ∏_{t=n−k+1}^{n} diag(f_t)：没有 W_hh，也没有 tanh' 这类压缩导数。
     - full：还算上 c_{t−1} → h_{t−1} = o_{t−1} ⊙ tanh(c_{t−1}) → 各个门 → c_t 的间接路径（自动微分）。
     """
-    _check_rank("x", x, "(n, input_size)")
-    n, d_h, dtype = x.shape[0], cell.hidden_size, cell.w_hh.dtype
-    _check_tensor("x", x, (n, cell.input_size), "(n, input_size)", dtype)
-    _check_tensor("h0", h0, (d_h,), "(hidden_size,)", dtype)
-    _check_tensor("c0", c0, (d_h,), "(hidden_size,)", dtype)
+    d_h, dtype = cell.hidden_size, cell.w_hh.dtype
+    _check_tensor("x", x, "(n, input_size)", (None, cell.input_size), dtype)
+    _check_tensor("h0", h0, "(hidden_size,)", (d_h,), dtype)
+    _check_tensor("c0", c0, "(hidden_size,)", (d_h,), dtype)
+    n = x.shape[0]
     if not (isinstance(k, int) and 1 <= k <= n - 1):
         raise ValueError(f"need 1 <= k <= n - 1 = {n - 1}, got k={k!r}: x {tuple(x.shape)}")
     # 先不求导地走 n − k 步，到达起点 c_{n−k}；记下这一步的输出门 o_{n−k}

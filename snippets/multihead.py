@@ -5,14 +5,14 @@
 - GroupedQueryAttention：分组查询注意力（GQA），n_kv_heads = n_heads 是 MHA，n_kv_heads = 1 是 MQA；
 - attention_params、kv_cache_bytes：参数量与 KV 缓存字节数的公式。
 
-页面先引入 snippets/attention.py 的 imports、sdpa、masks、mha 小节，再引入本文件的小节；
-所以本文件的小节直接使用 scaled_dot_product_attention、MultiHeadAttention 这些名字
+页面先引入 snippets/attention.py 的 imports、sdpa、masks、mha、checks 小节，再引入本文件的小节；
+所以本文件的小节直接使用 scaled_dot_product_attention、_check_mha_inputs 这些名字
 （只在函数体里用到，定义时不需要它们）。下面这行导入在所有小节之外，只在
 `import snippets.multihead` 时生效（页面上不显示）。测试：tests/ch04/。
 """
 
 from snippets.attention import (  # noqa: F401  (小节里按名字使用)
-    MultiHeadAttention,
+    _check_mha_inputs,
     scaled_dot_product_attention,
 )
 
@@ -73,7 +73,7 @@ class GroupedQueryAttention(nn.Module):
     n_kv_heads = 1：所有查询头共用一对 K、V，就是多查询注意力（MQA，Shazeer, 2019）。
     w_q、w_o 与 MHA 相同（d_model × d_model）；w_k、w_v 只有 d_model × (n_kv_heads·d_head)。
     不带偏置时参数量 2·d_model² + 2·d_model·(n_kv_heads·d_head)。
-    forward 的参数、掩码约定和返回值与 MultiHeadAttention 相同：out (batch, n_q, d_model)，
+    forward 的参数（没有 cache）、掩码约定和返回值与 MultiHeadAttention 相同：out (batch, n_q, d_model)，
     weights (batch, n_heads, n_q, n_k)。
     """
 
@@ -102,7 +102,7 @@ class GroupedQueryAttention(nn.Module):
     def forward(self, query, key, value, mask=None):
         if self.check_inputs:
             # 形状、dtype、掩码的检查与 MHA 完全一样：复用第 01 章的那一份
-            MultiHeadAttention._check(self, query, key, value, mask)
+            _check_mha_inputs(self, query, key, value, mask)
         batch, n_q, _ = query.shape
         n_k = key.shape[1]
         q = self.w_q(query).view(batch, n_q, self.n_heads, self.d_head).transpose(1, 2)  # (batch, h, n_q, d_head)

@@ -1,9 +1,9 @@
 """第 05 章「前馈网络、残差与层归一化」里的归一化与深度代码：从零写的 LayerNorm、RMSNorm，
 它们的雅可比矩阵，BatchNorm 在词元上的做法（用来对比），以及初始化时逐层梯度范数的测量。
 
-页面按文件顺序引入各节。节之间的依赖：每节都要 imports；rmsnorm 还要 layernorm（它定义了
-检查函数 _check_last_dim）；其余各节只要 imports（depth-gradients 接收一组现成的层，
-不关心层是怎么写的）。测试：tests/ch05/。
+页面按文件顺序引入各节。节之间的依赖：每节都要 imports；layernorm、rmsnorm 还要最后一节 checks
+（检查函数 _check_last_dim，页面在算法之后引入它）；其余各节只要 imports（depth-gradients 接收
+一组现成的层，不关心层是怎么写的）。测试：tests/ch05/。
 
 统一约定：归一化都作用在最后一维（特征维 d）上；形状不对时抛 ValueError，写出参数名和形状。
 """
@@ -17,13 +17,6 @@ from torch import nn
 
 
 # --8<-- [start:layernorm]
-def _check_last_dim(x: torch.Tensor, d: int, name: str) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
-    if x.dim() < 1 or x.shape[-1] != d:
-        raise ValueError(f"{name} must have last dimension d={d}, got shape {tuple(x.shape)}")
-
-
 class LayerNorm(nn.Module):
     """层归一化（Ba et al., 2016）：对每个位置的 d 个特征各自归一化，再乘增益、加偏置。
 
@@ -171,3 +164,12 @@ def gradient_norms_per_layer(layers: nn.ModuleList, final_norm: nn.Module, head:
     return {"loss": loss.item(), "param_grad": param_grad, "input_grad": input_grad,
             "stream_rms": stream_rms}
 # --8<-- [end:depth-gradients]
+
+
+# --8<-- [start:checks]
+def _check_last_dim(x: torch.Tensor, d: int, name: str) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(x).__name__}")
+    if x.dim() < 1 or x.shape[-1] != d:
+        raise ValueError(f"{name} must have last dimension d={d}, got shape {tuple(x.shape)}")
+# --8<-- [end:checks]

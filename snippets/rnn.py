@@ -1,12 +1,15 @@
 """Elman RNN：单元、沿时间的循环、BPTT 的雅可比连乘和梯度范数。
 
-对应内容审计的 R06–R08（h_t = tanh(W_hh h_{t−1} + W_xh x_t + b)，
-∂h_t/∂h_k = ∏ diag(1 − h_i²) W_hh）。页面按节引用；各节按文件顺序拼接后可独立运行。
-测试：tests/test_rnn.py、tests/test_bad_input.py。
+h_t = tanh(W_hh h_{t−1} + W_xh x_t + b)，∂h_t/∂h_k = ∏ diag(1 − h_i²) W_hh。
+页面先引入算法各节，最后引入检查：本文件的 checks 节（_check_hs）与 snippets/checks.py 的
+imports、checks 节（_check_tensor）。测试：tests/ch01/test_ch01_rnn.py、tests/ch01/test_ch01_bad_input.py。
 
-节之间的依赖（页面引用时要带上）：每节都要 imports；rnn-layer 要 rnn-cell；
-bptt-jacobian 只要 imports；gradient-norms 要 bptt-jacobian（检查函数 _check_hs）。
+节之间的依赖（页面引用时要带上）：每节都要 imports；rnn-cell、rnn-layer 要 snippets/checks.py 的
+imports 与 checks；rnn-layer 还要 rnn-cell；bptt-jacobian、gradient-norms 要本文件的 checks。
+下面这行导入在所有小节之外，只在 `import snippets.rnn` 时生效（页面上不显示）。
 """
+
+from snippets.checks import _check_tensor  # noqa: F401  (小节里按名字使用)
 
 # --8<-- [start:imports]
 import math
@@ -17,26 +20,6 @@ from torch import nn
 
 
 # --8<-- [start:rnn-cell]
-def _check_rank(name, t, meaning):
-    """t 必须是浮点张量，维数与 meaning（如 "(batch, n, input_size)"）一致。"""
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if not t.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}: {name} {tuple(t.shape)}")
-    if t.dim() != meaning.count(",") + 1:
-        raise ValueError(f"{name} must have shape {meaning}, got {name} {tuple(t.shape)}")
-
-
-def _check_tensor(name, t, expected, meaning, dtype):
-    """t 必须是 dtype 的张量，形状等于 expected；meaning 写出各维含义，如 "(batch, hidden_size)"。"""
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if t.dtype != dtype:
-        raise TypeError(f"{name} has dtype {t.dtype} but the weights have {dtype}: {name} {tuple(t.shape)}")
-    if tuple(t.shape) != tuple(expected):
-        raise ValueError(f"{name} must have shape {meaning} = {tuple(expected)}, got {name} {tuple(t.shape)}")
-
-
 class RNNCell(nn.Module):
     """Elman 单元：h_t = tanh(W_hh h_{t−1} + W_xh x_t + b)。
 
@@ -60,10 +43,9 @@ class RNNCell(nn.Module):
 
     def forward(self, x_t, h_prev):
         if self.check_inputs:
-            _check_rank("x_t", x_t, "(batch, input_size)")
-            batch = x_t.shape[0]
-            _check_tensor("x_t", x_t, (batch, self.input_size), "(batch, input_size)", self.w_hh.dtype)
-            _check_tensor("h_prev", h_prev, (batch, self.hidden_size), "(batch, hidden_size)", self.w_hh.dtype)
+            dtype = self.w_hh.dtype
+            _check_tensor("x_t", x_t, "(batch, input_size)", (None, self.input_size), dtype)
+            _check_tensor("h_prev", h_prev, "(batch, hidden_size)", (x_t.shape[0], self.hidden_size), dtype)
         a = h_prev @ self.w_hh.T + x_t @ self.w_xh.T + self.b  # (batch, d_h)：预激活 a_t
         return torch.tanh(a)  # (batch, d_h)：h_t
 # --8<-- [end:rnn-cell]
@@ -84,15 +66,14 @@ class RNNLayer(nn.Module):
     def forward(self, x, h0=None):
         cell = self.cell
         if cell.check_inputs:
-            _check_rank("x", x, "(batch, n, input_size)")
+            _check_tensor("x", x, "(batch, n, input_size)", (None, None, cell.input_size), cell.w_hh.dtype)
             if x.shape[1] == 0:
                 raise ValueError(f"x is an empty sequence (n = 0): x {tuple(x.shape)}")
-            _check_tensor("x", x, (x.shape[0], x.shape[1], cell.input_size), "(batch, n, input_size)", cell.w_hh.dtype)
         batch, n, _ = x.shape
         if h0 is None:
             h0 = x.new_zeros(batch, cell.hidden_size)
         if cell.check_inputs:
-            _check_tensor("h0", h0, (batch, cell.hidden_size), "(batch, hidden_size)", cell.w_hh.dtype)
+            _check_tensor("h0", h0, "(batch, hidden_size)", (batch, cell.hidden_size), cell.w_hh.dtype)
         h, hs = h0, []
         for t in range(n):  # 只能一步一步来：算 h_t 必须先有 h_{t−1}
             h = cell(x[:, t], h)  # (batch, d_h)
@@ -102,20 +83,6 @@ class RNNLayer(nn.Module):
 
 
 # --8<-- [start:bptt-jacobian]
-def _check_hs(hs, w_hh):
-    """hs (n, d_h) 与 w_hh (d_h, d_h) 必须是同 dtype 的浮点张量；返回 (n, d_h)。"""
-    for name, t in (("hs", hs), ("w_hh", w_hh)):
-        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
-            raise TypeError(f"{name} must be a floating-point tensor, got {getattr(t, 'dtype', type(t).__name__)}")
-    if hs.dim() != 2 or hs.shape[0] == 0:
-        raise ValueError(f"hs must have shape (n, d_h) with n >= 1, got hs {tuple(hs.shape)}")
-    n, d_h = hs.shape
-    if tuple(w_hh.shape) != (d_h, d_h) or w_hh.dtype != hs.dtype:
-        raise ValueError(f"w_hh must have shape (d_h, d_h) = ({d_h}, {d_h}) and dtype {hs.dtype}, "
-                         f"got w_hh {tuple(w_hh.shape)} {w_hh.dtype}: hs {tuple(hs.shape)}")
-    return n, d_h
-
-
 def bptt_jacobian(hs, w_hh, k, t):
     """BPTT 的连乘：∂h_t/∂h_k = ∏_{i=k+1}^{t} diag(1 − h_i²) W_hh，因子从左到右是 i = t, t−1, …, k+1。
 
@@ -153,3 +120,19 @@ def gradient_norms(hs, w_hh, max_k):
         norms.append(torch.linalg.matrix_norm(jac, ord=2))
     return torch.stack(norms)  # (max_k,)
 # --8<-- [end:gradient-norms]
+
+
+# --8<-- [start:checks]
+def _check_hs(hs, w_hh):
+    """hs (n, d_h) 与 w_hh (d_h, d_h) 必须是同 dtype 的浮点张量；返回 (n, d_h)。"""
+    for name, t in (("hs", hs), ("w_hh", w_hh)):
+        if not isinstance(t, torch.Tensor) or not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got {getattr(t, 'dtype', type(t).__name__)}")
+    if hs.dim() != 2 or hs.shape[0] == 0:
+        raise ValueError(f"hs must have shape (n, d_h) with n >= 1, got hs {tuple(hs.shape)}")
+    n, d_h = hs.shape
+    if tuple(w_hh.shape) != (d_h, d_h) or w_hh.dtype != hs.dtype:
+        raise ValueError(f"w_hh must have shape (d_h, d_h) = ({d_h}, {d_h}) and dtype {hs.dtype}, "
+                         f"got w_hh {tuple(w_hh.shape)} {w_hh.dtype}: hs {tuple(hs.shape)}")
+    return n, d_h
+# --8<-- [end:checks]

@@ -13,8 +13,8 @@
 - 某个查询的整行都被遮住时，该行权重全为 0，绝不是 NaN（前向、反向都一样）；
 - 形状不对、dtype 不对时抛 ValueError / TypeError，消息里写出参数名与形状，绝不悄悄广播。
 
-节之间的依赖：每节都要 imports；stable-softmax 定义检查函数 _check_float，
-其余各节都用到它；masked-softmax、loss-masking、modern 还用到 stable_softmax / stable_log_softmax。
+节之间的依赖：每节都要 imports，且都调用最后一节 checks 里的检查函数 _check_float（页面在算法之后
+引入它）；masked-softmax、loss-masking、modern 还用到 stable_softmax / stable_log_softmax。
 """
 
 # --8<-- [start:imports]
@@ -25,18 +25,6 @@ import torch
 
 
 # --8<-- [start:stable-softmax]
-def _check_float(name, t, min_dim=1):
-    """t 必须是至少 min_dim 维、最后一维非空的浮点张量；报错时写出参数名与形状。"""
-    if not isinstance(t, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-    if not t.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}: {name} {tuple(t.shape)}")
-    if t.dim() < min_dim:
-        raise ValueError(f"{name} must have at least {min_dim} dims, got {name} {tuple(t.shape)}")
-    if t.dim() > 0 and t.shape[-1] == 0:
-        raise ValueError(f"{name} is empty along its last dim: {name} {tuple(t.shape)}")
-
-
 def naive_softmax(z):
     """教科书写法 exp(z) / Σ exp(z)，沿最后一维。只为演示溢出：z 稍大，exp 就变成 inf。"""
     _check_float("z", z)
@@ -226,3 +214,17 @@ def fp8_round_trip(x, dtype=torch.float8_e4m3fn):
     scale = torch.finfo(dtype).max / amax
     return (x * scale).to(dtype).to(x.dtype) / scale
 # --8<-- [end:modern]
+
+
+# --8<-- [start:checks]
+def _check_float(name, t, min_dim=1):
+    """t 必须是至少 min_dim 维、最后一维非空的浮点张量；报错时写出参数名与形状。"""
+    if not isinstance(t, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    if not t.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor, got {t.dtype}: {name} {tuple(t.shape)}")
+    if t.dim() < min_dim:
+        raise ValueError(f"{name} must have at least {min_dim} dims, got {name} {tuple(t.shape)}")
+    if t.dim() > 0 and t.shape[-1] == 0:
+        raise ValueError(f"{name} is empty along its last dim: {name} {tuple(t.shape)}")
+# --8<-- [end:checks]

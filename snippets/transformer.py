@@ -1,17 +1,13 @@
-"""第 02 章「Transformer 全景」背后的代码：从零写的编码器–解码器 Transformer。
+"""第 02 章「Transformer 全景」背后的代码：从零写的编码器–解码器 Transformer 与它的 KV 缓存。
+解码（贪心解码）在 snippets/decoding.py。测试：tests/ch02/。
 
-页面按顺序引入 snippets/attention.py 的 imports、sdpa、masks、mha 小节，再引入本文件的
-小节；所以本文件的小节直接使用 MultiHeadAttention、scaled_dot_product_attention、
-causal_mask、padding_mask 这些名字，好像它们就定义在上面。下面这行导入在所有小节之外，
+页面先引入 snippets/attention.py 的 imports、sdpa、masks、mha、checks 小节（讲 KV 缓存的页面
+还有 kv-cache），再引入本文件的小节；所以本文件的小节直接使用 MultiHeadAttention、KVCache
+这些名字，好像它们就定义在上面。下面这行导入在所有小节之外，
 只在 `import snippets.transformer` 时生效（页面上不显示）。
 """
 
-from snippets.attention import (  # noqa: F401  (小节里按名字使用)
-    MultiHeadAttention,
-    causal_mask,
-    padding_mask,
-    scaled_dot_product_attention,
-)
+from snippets.attention import KVCache, MultiHeadAttention  # noqa: F401  (小节里按名字使用)
 
 # --8<-- [start:imports]
 import math
@@ -225,31 +221,34 @@ class DecoderLayer(nn.Module):
         self.self_attn_weights = None                # (batch, h, m, m)，供可视化
         self.cross_attn_weights = None               # (batch, h, m, n)
 
-    def _self_attention(self, y, tgt_mask):
+    def _self_attention(self, y, tgt_mask, cache=None):
         # Q、K、V 都来自目标序列 y；tgt_mask 是因果掩码：位置 i 只看 j ≤ i
-        out, weights = self.self_attn(y, y, y, mask=tgt_mask)
+        out, weights = self.self_attn(y, y, y, mask=tgt_mask, cache=cache)
         self.self_attn_weights = weights.detach()
         return out
 
-    def _cross_attention(self, y, memory, memory_mask):
+    def _cross_attention(self, y, memory, memory_mask, cache=None):
         # Q 来自解码器 y (batch, m, d)；K、V 来自编码器输出 memory (batch, n, d)。
         # 不需要因果掩码（整个源句都已知），只遮住源句的 padding
-        out, weights = self.cross_attn(y, memory, memory, mask=memory_mask)
+        out, weights = self.cross_attn(y, memory, memory, mask=memory_mask, cache=cache)
         self.cross_attn_weights = weights.detach()   # (batch, h, m, n)
         return out
 
     def forward(self, y: torch.Tensor, memory: torch.Tensor,
                 tgt_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+                memory_mask: torch.Tensor | None = None,
+                cache: tuple | None = None) -> torch.Tensor:
         # y: (batch, m, d_model)；memory: (batch, n, d_model)
+        # cache：增量解码时是这一层的 (自注意力的 KVCache, 交叉注意力的 KVCache)，原样交给两个注意力模块
         check_d_model(y, self.d_model, name="y")
         check_d_model(memory, self.d_model, name="memory")
         if memory.shape[0] != y.shape[0]:
             raise ValueError(f"batch mismatch: y has shape {tuple(y.shape)}, "
                              f"memory has shape {tuple(memory.shape)}")
-        y = add_and_norm(y, lambda h: self._self_attention(h, tgt_mask),
+        self_cache, cross_cache = cache if cache is not None else (None, None)
+        y = add_and_norm(y, lambda h: self._self_attention(h, tgt_mask, self_cache),
                          self.norm1, self.dropout1, self.norm_first)
-        y = add_and_norm(y, lambda h: self._cross_attention(h, memory, memory_mask),
+        y = add_and_norm(y, lambda h: self._cross_attention(h, memory, memory_mask, cross_cache),
                          self.norm2, self.dropout2, self.norm_first)
         y = add_and_norm(y, self.ffn, self.norm3, self.dropout3, self.norm_first)
         return y                                     # (batch, m, d_model)
@@ -300,19 +299,27 @@ class Transformer(nn.Module):
 
     def decode(self, tgt: torch.Tensor, memory: torch.Tensor,
                src_mask: torch.Tensor | None = None,
-               tgt_mask: torch.Tensor | None = None) -> torch.Tensor:
+               tgt_mask: torch.Tensor | None = None,
+               cache: "DecoderCache | None" = None) -> torch.Tensor:
         # tgt: (batch, m) 右移一位的目标 id（首位是 BOS）；memory: (batch, n, d)
+        # cache：增量解码时传入（见 kv-cache 一节），tgt 只含还没处理过的新位置
         # 返回解码器最后一层的输出 (batch, m, d_model)
         check_token_ids(tgt, self.vocab_size, name="tgt")
         m = tgt.shape[1]
+        past = 0 if cache is None else cache.length              # 缓存里已有的目标位置数 t
         if tgt_mask is None:
-            tgt_mask = causal_mask(m).to(tgt.device)             # (m, m)，下三角为 True
-        elif tuple(tgt_mask.shape[-2:]) != (m, m):
-            raise ValueError(f"tgt_mask has shape {tuple(tgt_mask.shape)}, "
-                             f"but the target has length m={m} (tgt shape {tuple(tgt.shape)})")
-        y = self.positional(self.tgt_embed(tgt))                 # (batch, m, d)
-        for layer in self.decoder_layers:
-            y = layer(y, memory, tgt_mask, src_mask)
+            # (m, t + m)：新位置 i 只看 j ≤ t + i；t = 0 时就是 causal_mask(m)
+            tgt_mask = torch.ones(m, past + m, dtype=torch.bool, device=tgt.device).tril(past)
+        elif tuple(tgt_mask.shape[-2:]) != (m, past + m):
+            raise ValueError(f"tgt_mask has shape {tuple(tgt_mask.shape)}, but the target has length m={m} "
+                             f"(tgt shape {tuple(tgt.shape)}) after {past} cached positions: "
+                             f"it must end in ({m}, {past + m})")
+        y = self.positional(self.tgt_embed(tgt), offset=past)    # (batch, m, d)
+        layer_caches = [None] * len(self.decoder_layers) if cache is None else cache.layers
+        for layer, layer_cache in zip(self.decoder_layers, layer_caches):
+            y = layer(y, memory, tgt_mask, src_mask, cache=layer_cache)
+        if cache is not None:
+            cache.length += m
         return self.decoder_norm(y)
 
     def forward(self, src: torch.Tensor, tgt: torch.Tensor,
@@ -328,120 +335,27 @@ class Transformer(nn.Module):
 
 
 # --8<-- [start:kv-cache]
-def split_heads(x: torch.Tensor, num_heads: int) -> torch.Tensor:
-    # (batch, t, d_model) -> (batch, h, t, d_k)，d_k = d_model / h
-    b, t, d = x.shape
-    return x.view(b, t, num_heads, d // num_heads).transpose(1, 2)
-
-
-def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    # (batch, h, t, d_k) -> (batch, t, h·d_k)
-    b, h, t, d_k = x.shape
-    return x.transpose(1, 2).reshape(b, t, h * d_k)
-
-
-class KVCache:
-    """增量解码的缓存，每个解码器层一份：
+class DecoderCache:
+    """增量解码的缓存：每个解码器层一对 KVCache，交给 Transformer.decode 的 cache 参数。
 
     - 自注意力：K、V 各 (batch, h, t, d_k)，每解码一步增长一行（t = 已处理的目标位置数）；
-    - 交叉注意力：K、V 各 (batch, h, n, d_k)，由编码器输出 memory 只算一次，之后不再变。
+    - 交叉注意力：K、V 各 (batch, h, n, d_k)，第一步由编码器输出 memory 算出，之后不再变。
+    memory 和源句掩码 src_mask 也存在这里：一次解码自始至终用同一份。
     """
 
     def __init__(self, model: "Transformer", memory: torch.Tensor,
                  src_mask: torch.Tensor | None = None):
         check_d_model(memory, model.d_model, name="memory")
+        self.memory, self.src_mask = memory, src_mask
         self.length = 0                                   # 已处理的目标位置数 t
-        # 源句填充掩码 (batch, 1, n) -> (batch, 1, 1, n)：在"头"和查询两维上广播
-        if src_mask is not None and src_mask.dim() < 4:
-            src_mask = src_mask.unsqueeze(-3)
-        self.memory_mask = src_mask
-        self.self_k: list[torch.Tensor | None] = [None] * len(model.decoder_layers)
-        self.self_v: list[torch.Tensor | None] = [None] * len(model.decoder_layers)
-        self.cross_k, self.cross_v = [], []
-        for layer in model.decoder_layers:
-            mha, h = layer.cross_attn, model.num_heads
-            self.cross_k.append(split_heads(mha.w_k(memory), h))   # (batch, h, n, d_k)
-            self.cross_v.append(split_heads(mha.w_v(memory), h))   # (batch, h, n, d_k)
+        self.layers = [(KVCache(), KVCache(static=True)) for _ in model.decoder_layers]
 
     def self_attention_nbytes(self) -> int:
-        return sum(k.nbytes + v.nbytes for k, v in zip(self.self_k, self.self_v) if k is not None)
+        return sum(self_kv.nbytes() for self_kv, _ in self.layers)
 
     def cross_attention_nbytes(self) -> int:
-        return sum(k.nbytes + v.nbytes for k, v in zip(self.cross_k, self.cross_v))
-
-
-def cached_self_attention(mha, y_t: torch.Tensor, cache: KVCache, i: int) -> torch.Tensor:
-    # y_t: (batch, 1, d) 只有当前位置；用这一层 MHA 自己的 w_q、w_k、w_v、w_o
-    h = mha.num_heads
-    q = split_heads(mha.w_q(y_t), h)                      # (batch, h, 1, d_k)
-    k_new = split_heads(mha.w_k(y_t), h)                  # (batch, h, 1, d_k)
-    v_new = split_heads(mha.w_v(y_t), h)
-    if cache.self_k[i] is None:
-        cache.self_k[i], cache.self_v[i] = k_new, v_new
-    else:                                                 # 追加一行：(batch, h, t, d_k) -> (batch, h, t+1, d_k)
-        cache.self_k[i] = torch.cat([cache.self_k[i], k_new], dim=2)
-        cache.self_v[i] = torch.cat([cache.self_v[i], v_new], dim=2)
-    # 不需要因果掩码：缓存里只有位置 0..t，没有未来
-    out, _ = scaled_dot_product_attention(q, cache.self_k[i], cache.self_v[i])
-    return mha.w_o(merge_heads(out))                      # (batch, 1, d)
-
-
-def cached_cross_attention(mha, y_t: torch.Tensor, cache: KVCache, i: int) -> torch.Tensor:
-    # 只有 Q 是新算的；K、V 是缓存里从 memory 算好的 (batch, h, n, d_k)
-    q = split_heads(mha.w_q(y_t), mha.num_heads)          # (batch, h, 1, d_k)
-    out, _ = scaled_dot_product_attention(q, cache.cross_k[i], cache.cross_v[i],
-                                          mask=cache.memory_mask)
-    return mha.w_o(merge_heads(out))                      # (batch, 1, d)
-
-
-def decode_step(model: "Transformer", token: torch.Tensor, cache: KVCache) -> torch.Tensor:
-    """解码器的一步：输入最新的一个目标词 token (batch, 1)，返回下一个词的 logits (batch, vocab)。"""
-    check_token_ids(token, model.vocab_size, name="token")
-    if token.shape[1] != 1:
-        raise ValueError(f"token must have shape (batch, 1), got shape {tuple(token.shape)}")
-    y = model.positional(model.tgt_embed(token), offset=cache.length)   # (batch, 1, d)
-    for i, layer in enumerate(model.decoder_layers):
-        # 与 DecoderLayer.forward 相同的三个子层，只是注意力改读缓存
-        y = add_and_norm(y, lambda h: cached_self_attention(layer.self_attn, h, cache, i),
-                         layer.norm1, layer.dropout1, layer.norm_first)
-        y = add_and_norm(y, lambda h: cached_cross_attention(layer.cross_attn, h, cache, i),
-                         layer.norm2, layer.dropout2, layer.norm_first)
-        y = add_and_norm(y, layer.ffn, layer.norm3, layer.dropout3, layer.norm_first)
-    cache.length += 1
-    return model.output_projection(model.decoder_norm(y))[:, -1]        # (batch, vocab)
+        return sum(cross_kv.nbytes() for _, cross_kv in self.layers)
 # --8<-- [end:kv-cache]
-
-
-# --8<-- [start:greedy-decode]
-@torch.no_grad()
-def greedy_decode(model: "Transformer", src: torch.Tensor, max_new_tokens: int, bos_id: int,
-                  src_mask: torch.Tensor | None = None, eos_id: int | None = None,
-                  return_logits: bool = False):
-    """贪心解码：编码器跑 1 次，解码器每生成一个词跑 1 步（每步只处理 1 个新位置）。
-
-    返回生成的词 (batch, m)（不含 BOS）；return_logits=True 时再返回每步的 logits (batch, m, vocab)。
-    """
-    if not 0 < max_new_tokens <= model.max_len:
-        raise ValueError(f"max_new_tokens={max_new_tokens} must be in [1, max_len={model.max_len}]")
-    memory = model.encode(src, src_mask)                  # (batch, n, d)，只算一次
-    cache = KVCache(model, memory, src_mask)              # 交叉注意力的 K/V 也在这里只算一次
-    token = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
-    finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
-    tokens, logits_per_step = [], []
-    for _ in range(max_new_tokens):
-        logits = decode_step(model, token, cache)         # (batch, vocab)
-        token = logits.argmax(dim=-1, keepdim=True)       # (batch, 1)：取概率最大的词
-        tokens.append(token)
-        logits_per_step.append(logits)
-        if eos_id is not None:
-            finished |= token.squeeze(1) == eos_id
-            if bool(finished.all()):
-                break
-    tokens = torch.cat(tokens, dim=1)                     # (batch, m)
-    if return_logits:
-        return tokens, torch.stack(logits_per_step, dim=1)   # (batch, m, vocab)
-    return tokens
-# --8<-- [end:greedy-decode]
 
 
 # --8<-- [start:param-count]

@@ -18,8 +18,9 @@ import torch
 from torch import nn
 from tqdm import tqdm
 
+from snippets.decoding import greedy_decode
 from snippets.experiments._cli import experiment_main
-from snippets.transformer import Transformer, greedy_decode
+from snippets.transformer import Transformer
 
 KIND = "copy-task"
 PRESETS = {"full": {}, "quick": {}, "tiny": {"steps": 5, "warmup_steps": 2, "eval_sequences": 8}}

@@ -21,15 +21,15 @@ from snippets.attention import (
     restricted_attention,
     scaled_dot_product_attention,
 )
+from snippets.decoding import decode_step
 from snippets.lstm import LSTMCell, cell_state_jacobians
 from snippets.rnn import RNNCell, RNNLayer, bptt_jacobian, gradient_norms
 from snippets.probes.fit import semilog10_fit
 from snippets.probes.gradients import orthogonal
 from snippets.probes.memory import attention_matrix_bytes
 from snippets.transformer import (
-    KVCache,
+    DecoderCache,
     Transformer,
-    decode_step,
     pe_offset_matrix,
     sinusoidal_positional_encoding,
 )
@@ -693,7 +693,7 @@ def test_kv_cache_bytes():
     model = Transformer(vocab_size=11, d_model=d, num_heads=2, num_layers=layers, d_ff=32, dropout=0.0).eval()
     src = torch.randint(0, 11, (1, 5), generator=gen(16))
     with torch.no_grad():
-        cache = KVCache(model, model.encode(src))
+        cache = DecoderCache(model, model.encode(src))
         token = torch.zeros(1, 1, dtype=torch.long)
         for t in range(1, 7):
             token = decode_step(model, token, cache).argmax(dim=-1, keepdim=True)

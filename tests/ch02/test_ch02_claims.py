@@ -13,18 +13,17 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-import snippets.transformer as T
+import snippets.decoding as D
 from snippets.attention import MultiHeadAttention, padding_mask
+from snippets.decoding import decode_step, greedy_decode
 from snippets.transformer import (
+    DecoderCache,
     EncoderLayer,
-    KVCache,
     TokenEmbedding,
     Transformer,
     count_parameters,
-    decode_step,
     decoder_layer_param_count,
     encoder_layer_param_count,
-    greedy_decode,
     pe_offset_matrix,
     sinusoidal_positional_encoding,
     transformer_param_count,
@@ -189,13 +188,13 @@ def test_kv_cache_decoding_equals_parallel_pass(norm_first, monkeypatch):
     src = tokens(3, 9, seed=17)
     mask = padding_mask(torch.tensor([9, 6, 3]), 9)
     steps = []
-    real_step = T.decode_step
+    real_step = D.decode_step
 
     def counting_step(*args, **kwargs):
         steps.append(1)
         return real_step(*args, **kwargs)
 
-    monkeypatch.setattr(T, "decode_step", counting_step)
+    monkeypatch.setattr(D, "decode_step", counting_step)
     m = 12
     out, step_logits = greedy_decode(model, src, m, BOS, src_mask=mask, return_logits=True)
     assert out.shape == (3, m) and step_logits.shape == (3, m, 13)
@@ -213,7 +212,7 @@ def test_encoder_runs_once_decoder_m_times(monkeypatch):
     model = small_model(seed=18, layers=3)
     src = tokens(2, 6, seed=19)
     encode_calls, encoder_layer_calls, decoder_inputs, decoder_outputs = [], [], [], []
-    real_encode, real_step = model.encode, T.decode_step
+    real_encode, real_step = model.encode, D.decode_step
 
     def counting_encode(*args, **kwargs):
         encode_calls.append(1)
@@ -226,7 +225,7 @@ def test_encoder_runs_once_decoder_m_times(monkeypatch):
         return logits
 
     monkeypatch.setattr(model, "encode", counting_encode)
-    monkeypatch.setattr(T, "decode_step", counting_step)
+    monkeypatch.setattr(D, "decode_step", counting_step)
     hooks = [layer.register_forward_hook(lambda *_: encoder_layer_calls.append(1))
              for layer in model.encoder_layers]
     w_q_calls = [0] * len(model.decoder_layers)
@@ -256,16 +255,17 @@ def test_kv_cache_bytes_follow_the_formula(dtype, b):
     src = tokens(batch, n, seed=21)
     with torch.no_grad():
         memory = model.encode(src)
-        cache = KVCache(model, memory)
-        assert cache.self_attention_nbytes() == 0
-        cross = [(k.data_ptr(), v.data_ptr()) for k, v in zip(cache.cross_k, cache.cross_v)]
-        token = torch.full((batch, 1), BOS)
+        cache = DecoderCache(model, memory)
+        assert cache.self_attention_nbytes() == cache.cross_attention_nbytes() == 0
+        token, cross = torch.full((batch, 1), BOS), None
         for t in range(1, 11):
             token = decode_step(model, token, cache).argmax(dim=-1, keepdim=True)
             assert cache.self_attention_nbytes() == batch * 2 * N * t * d * b
             assert cache.cross_attention_nbytes() == batch * 2 * N * n * d * b
-            assert [(k.data_ptr(), v.data_ptr()) for k, v in zip(cache.cross_k, cache.cross_v)] == cross
-            assert all(k.shape == (batch, 4, t, d // 4) for k in cache.self_k)
+            ptrs = [(kv.k.data_ptr(), kv.v.data_ptr()) for _, kv in cache.layers]
+            cross = cross or ptrs                                          # computed at step 1
+            assert ptrs == cross                                           # then never recomputed
+            assert all(kv.k.shape == (batch, 4, t, d // 4) for kv, _ in cache.layers)
 
 
 # ---------------------------------------------------------------- parameters and FLOPs

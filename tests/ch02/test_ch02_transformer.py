@@ -10,18 +10,17 @@ import math
 import pytest
 import torch
 
-from snippets.attention import causal_mask, padding_mask
+from snippets.attention import KVCache, MultiHeadAttention, causal_mask, padding_mask
+from snippets.decoding import decode_step, greedy_decode
 from snippets.transformer import (
+    DecoderCache,
     DecoderLayer,
     EncoderLayer,
-    KVCache,
     PositionalEncoding,
     PositionwiseFeedForward,
     TokenEmbedding,
     Transformer,
     count_parameters,
-    decode_step,
-    greedy_decode,
     pe_offset_matrix,
     sinusoidal_positional_encoding,
     transformer_param_count,
@@ -119,6 +118,47 @@ def test_greedy_decode_stops_at_eos():
     assert torch.equal(stopped, full[:, : first + 1])
 
 
+def test_attention_cache_is_an_argument_of_forward():
+    """Self-attention fed one position at a time through a KVCache equals the causal pass;
+    a static cache projects its key/value once and then reads them."""
+    torch.manual_seed(21)
+    mha = MultiHeadAttention(16, 4).to(F64)
+    x = torch.randn(2, 6, 16, generator=gen(22), dtype=F64)
+    memory = torch.randn(2, 9, 16, generator=gen(23), dtype=F64)
+    full, _ = mha(x, x, x, mask=causal_mask(6))
+    cross_full, _ = mha(x, memory, memory)
+    cache, static = KVCache(), KVCache(static=True)
+    calls = []
+    hook = mha.w_k.register_forward_hook(lambda *_: calls.append(1))
+    steps, cross_steps = [], []
+    for t in range(6):
+        out, weights = mha(x[:, t:t + 1], x[:, t:t + 1], x[:, t:t + 1], cache=cache)
+        steps.append(out)
+        assert weights.shape == (2, 4, 1, t + 1) and cache.length == t + 1
+        out, _ = mha(x[:, t:t + 1], memory, memory, cache=static)
+        cross_steps.append(out)
+    hook.remove()
+    assert len(calls) == 6 + 1                      # self: one new key per step; cross: once
+    assert (torch.cat(steps, dim=1) - full).abs().max().item() < 1e-12
+    assert (torch.cat(cross_steps, dim=1) - cross_full).abs().max().item() < 1e-12
+    assert cache.nbytes() == 2 * 2 * 6 * 16 * 8 and static.nbytes() == 2 * 2 * 9 * 16 * 8
+
+
+def test_decode_with_a_cache_accepts_several_new_positions():
+    """A prefix of 3 positions in one call, then one at a time: the same as one parallel decode."""
+    model = small_model(seed=24)
+    src, tgt = torch.randint(2, 13, (2, 6), generator=gen(25)), torch.randint(2, 13, (2, 7), generator=gen(26))
+    src_mask = padding_mask(torch.tensor([6, 4]), 6)
+    with torch.no_grad():
+        memory = model.encode(src, src_mask)
+        full = model.decode(tgt, memory, src_mask)
+        cache = DecoderCache(model, memory, src_mask)
+        parts = [model.decode(tgt[:, :3], memory, src_mask, cache=cache)]
+        parts += [model.decode(tgt[:, t:t + 1], memory, src_mask, cache=cache) for t in range(3, 7)]
+    assert cache.length == 7
+    assert (torch.cat(parts, dim=1) - full).abs().max().item() < 1e-12
+
+
 def test_dropout_is_active_only_in_training():
     torch.manual_seed(10)
     model = Transformer(13, 32, 4, 2, 64, dropout=0.5)
@@ -180,13 +220,28 @@ def test_bad_d_model():
         dec(torch.randn(2, 5, 32), torch.randn(3, 7, 32))
     model = small_model()
     with pytest.raises(ValueError, match=r"memory must have shape \(batch, n, d_model=32\)"):
-        KVCache(model, torch.randn(1, 4, 16, dtype=F64))
+        DecoderCache(model, torch.randn(1, 4, 16, dtype=F64))
+
+
+def test_bad_cache():
+    mha = MultiHeadAttention(16, 4)
+    x, memory = torch.randn(2, 1, 16), torch.randn(2, 5, 16)
+    cache, static = KVCache(), KVCache(static=True)
+    mha(x, x, x, cache=cache)
+    mha(x, memory, memory, cache=static)
+    with pytest.raises(ValueError, match=r"cache holds batch 2 but query has 3: cache\.k \(2, 4, 1, 4\), query \(3, 1, 16\)"):
+        mha(torch.randn(3, 1, 16), torch.randn(3, 1, 16), torch.randn(3, 1, 16), cache=cache)
+    with pytest.raises(ValueError, match=r"cache holds n_k=5 but key has n_k=7: cache\.k \(2, 4, 5, 4\)"):
+        mha(x, torch.randn(2, 7, 16), torch.randn(2, 7, 16), cache=static)
+    x2 = torch.randn(2, 2, 16)
+    with pytest.raises(ValueError, match=r"mask \(2, 2\) cannot broadcast to \(2, 2, 3\)"):
+        mha(x2, x2, x2, mask=causal_mask(2), cache=cache)   # keys: 1 cached + 2 new, not 2
 
 
 def test_bad_decode_step_and_pe_arguments():
     model = small_model()
     with torch.no_grad():
-        cache = KVCache(model, model.encode(torch.randint(2, 13, (2, 5), generator=gen(20))))
+        cache = DecoderCache(model, model.encode(torch.randint(2, 13, (2, 5), generator=gen(20))))
         with pytest.raises(ValueError, match=r"token must have shape \(batch, 1\), got shape \(2, 2\)"):
             decode_step(model, torch.ones(2, 2, dtype=torch.long), cache)
     with pytest.raises(ValueError, match=r"d_model must be a positive even number, got d_model=7"):

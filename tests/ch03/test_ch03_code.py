@@ -66,13 +66,13 @@ def test_bad_input_names_argument_and_shapes(name, call, exc, parts):
 
 
 def test_sections_run_by_themselves_in_page_order(tmp_path):
-    """attention.py:imports+sdpa, then softmax.py's sections, then additive.py's, as the page shows them."""
+    """attention.py:imports+sdpa+checks, then softmax.py's sections, then additive.py's, as the page shows them."""
     att = dict(parse_sections(ROOT / "snippets" / "attention.py"))
     soft, add = parse_sections(ROOT / "snippets" / "softmax.py"), parse_sections(ROOT / "snippets" / "additive.py")
     assert soft[0][0] == "imports" and add[0][0] == "imports"
     for name, code in soft[1:] + add[1:]:
         assert not re.search(r"^\s*(import|from)\s+\w", code, re.M), f"section {name} imports"
-    program = "\n\n".join([att["imports"], att["sdpa"]] + [c for _, c in soft] + [c for _, c in add])
+    program = "\n\n".join([att["imports"], att["sdpa"], att["checks"]] + [c for _, c in soft] + [c for _, c in add])
     smoke = """
 import torch
 z = torch.randn(3, 5, dtype=torch.float64)

@@ -290,4 +290,4 @@ def test_module_sections_have_the_expected_names():
     from tests.support.sections import parse_sections
     names = [n for n, _ in parse_sections(ROOT / "snippets" / "multihead.py")]
     assert names == ["imports", "loop", "head-sum", "gqa", "formulas"]
-    assert re.search(r"MultiHeadAttention\._check", section(ROOT / "snippets" / "multihead.py", "gqa"))
+    assert re.search(r"_check_mha_inputs\(self, ", section(ROOT / "snippets" / "multihead.py", "gqa"))

@@ -17,19 +17,23 @@ from tests.support.copyrun import run_fresh, run_fresh_each
 from tests.support.sections import ROOT, parse_sections
 
 SECTIONS = {
-    "attention": ["imports", "sdpa", "masks", "mha", "restricted", "online-softmax"],
-    "rnn": ["imports", "rnn-cell", "rnn-layer", "bptt-jacobian", "gradient-norms"],
+    "attention": ["imports", "sdpa", "masks", "mha", "kv-cache", "restricted", "online-softmax", "checks"],
+    "rnn": ["imports", "rnn-cell", "rnn-layer", "bptt-jacobian", "gradient-norms", "checks"],
     "lstm": ["imports", "lstm-cell", "lstm-layer", "cell-jacobian"],
 }
 
-# what each section needs besides `imports` (documented in each module's docstring)
+# what each section needs besides `imports` (documented in each module's docstring); the
+# sections of other modules a section needs are in PREFIX below
 NEEDS = {
-    "attention": {"sdpa": [], "masks": [], "mha": ["sdpa"], "restricted": ["sdpa"], "online-softmax": ["sdpa"]},
-    "rnn": {"rnn-cell": [], "rnn-layer": ["rnn-cell"], "bptt-jacobian": [], "gradient-norms": ["bptt-jacobian"]},
+    "attention": {"sdpa": ["checks"], "masks": [], "mha": ["sdpa", "checks"], "kv-cache": [],
+                  "restricted": ["checks"], "online-softmax": ["checks"], "checks": []},
+    "rnn": {"rnn-cell": [], "rnn-layer": ["rnn-cell"], "bptt-jacobian": ["checks"],
+            "gradient-norms": ["checks"], "checks": []},
     "lstm": {"lstm-cell": [], "lstm-layer": ["lstm-cell"], "cell-jacobian": ["lstm-cell"]},
 }
 
-# a tiny check per section; each uses only that section's names (plus torch)
+# a tiny check per section ("module:section" where two modules share a section name); each
+# uses only that section's names (plus torch)
 SMOKE = {
     "sdpa": """
         q, k, v = torch.randn(2, 3, 4), torch.randn(2, 5, 4), torch.randn(2, 5, 6)
@@ -83,7 +87,43 @@ SMOKE = {
                                             torch.zeros(4, dtype=torch.float64), 5)
         assert direct.shape == full.shape == (4, 4)
     """,
+    "attention:kv-cache": """
+        cache = KVCache()
+        cache.update(torch.zeros(1, 2, 3, 4), torch.zeros(1, 2, 3, 4))
+        k, v = cache.update(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4))
+        assert k.shape == v.shape == (1, 2, 4, 4) and cache.length == 4 and cache.nbytes() == 2 * 32 * 4
+    """,
+    "attention:checks": """
+        try:
+            _check_qkv(torch.randn(2, 3, 4), torch.randn(2, 5, 8), torch.randn(2, 5, 6))
+        except ValueError as error:
+            assert "k (2, 5, 8)" in str(error)
+        else:
+            raise AssertionError("a d_k mismatch passed the check")
+    """,
+    "rnn:checks": """
+        assert _check_hs(torch.rand(6, 4), torch.randn(4, 4)) == (6, 4)
+    """,
+    "checks:checks": """
+        _check_tensor("x", torch.zeros(2, 3, 5), "(batch, n, d)", (None, None, 5))
+        try:
+            _check_tensor("w", torch.zeros(4, 3), "(d, d)", (4, 4))
+        except ValueError as error:
+            assert "w must have shape (d, d) = (4, 4), got w (4, 3)" in str(error)
+        else:
+            raise AssertionError("a (4, 3) matrix passed as (4, 4)")
+    """,
+    "decoding:greedy-decode": """
+        torch.manual_seed(0)
+        model = Transformer(7, 8, 2, 2, 16, dropout=0.0).eval()
+        tokens, logits = greedy_decode(model, torch.randint(0, 7, (2, 5)), 4, bos_id=1, return_logits=True)
+        assert tokens.shape == (2, 4) and logits.shape == (2, 4, 7)
+    """,
 }
+
+
+def smoke(module, name):
+    return textwrap.dedent(SMOKE.get(f"{module}:{name}", SMOKE.get(name, "")))
 
 
 @pytest.mark.parametrize("module", SECTIONS)
@@ -95,8 +135,20 @@ def test_section_names_are_exact(module):
 
 # every reader module with sections (probes and experiments import freely: readers do not copy them)
 MODULES = sorted(p.stem for p in (ROOT / "snippets").glob("*.py") if parse_sections(p))
-# what a page must include before a module's sections (they use these names without importing them)
-PREFIX = {"transformer": [("attention", ["imports", "sdpa", "masks", "mha"])]}
+# what a page must include besides a module's own sections (they use these names without importing them)
+ATTENTION = ("attention", ["imports", "sdpa", "masks", "mha", "kv-cache", "checks"])
+PREFIX = {
+    "transformer": [ATTENTION],
+    "decoding": [ATTENTION, ("transformer", ["imports", "positional-encoding", "embedding", "ffn",
+                                             "encoder-layer", "decoder-layer", "model", "kv-cache"])],
+    "rnn": [("checks", ["imports", "checks"])],
+    "lstm": [("checks", ["imports", "checks"])],
+}
+
+
+def prefix(module):
+    return [dict(parse_sections(ROOT / "snippets" / f"{m}.py"))[name] for m, names in PREFIX.get(module, [])
+            for name in names]
 
 
 @pytest.mark.parametrize("module", MODULES)
@@ -114,20 +166,19 @@ def test_all_sections_in_file_order_run_by_themselves(tmp_path):
     programs = {}
     for module in MODULES:
         sections = parse_sections(ROOT / "snippets" / f"{module}.py")
-        prefix = [dict(parse_sections(ROOT / "snippets" / f"{m}.py"))[name] for m, names in PREFIX.get(module, [])
-                  for name in names]
-        smoke = "\n".join(textwrap.dedent(SMOKE[name]) for name, _ in sections if name in SMOKE)
-        programs[module] = "\n\n".join(prefix + [code for _, code in sections]) + "\n\n" + smoke
+        checks = "\n".join(smoke(module, name) for name, _ in sections)
+        programs[module] = "\n\n".join(prefix(module) + [code for _, code in sections]) + "\n\n" + checks
     run_fresh_each(programs, tmp_path)
 
 
 def test_each_section_runs_with_only_what_it_needs(tmp_path):
-    """One interpreter, one fresh namespace per (module, section): imports + needed sections + it."""
+    """One interpreter, one fresh namespace per (module, section): other modules' needed sections +
+    imports + needed sections + it."""
     checks = []
     for module, needs in NEEDS.items():
         code = dict(parse_sections(ROOT / "snippets" / f"{module}.py"))
         for name, deps in needs.items():
-            program = "\n\n".join(code[s] for s in ["imports", *deps, name]) + "\n" + textwrap.dedent(SMOKE[name])
+            program = "\n\n".join(prefix(module) + [code[s] for s in ["imports", *deps, name]]) + "\n" + smoke(module, name)
             checks.append((f"{module}:{name}", program))
     runner = "\n".join(
         f"exec(compile({program!r}, {label!r}, 'exec'), {{'__name__': '__main__'}})" for label, program in checks
