@@ -1,10 +1,10 @@
 """What a phone's main thread spends a page load on: one traced load, summarised.
 
 The load runs under the field harness's conditions (``tools.fieldperf``: 4× CPU, slow 4G,
-412 px) with Chromium's timeline trace on, minus ``invalidationTracking`` (see
-``tools/lighthouse_untracked.mjs``) and minus JS stack sampling, which would slow the
-page. Every trace event on the page's main thread gets its self time (its duration minus its
-children's), grouped into style, layout, script (by file), HTML parsing, paint and other,
+412 px) with Chromium's timeline trace on, minus ``invalidationTracking`` (which Lighthouse
+records to attribute layout shifts; it slows Chromium's style invalidation) and minus JS stack
+sampling, which would slow the page. Every trace event on the page's main thread gets its self
+time (its duration minus its children's), grouped into style, layout, script (by file), HTML parsing, paint and other,
 before and after first contentful paint; the longest tasks are listed with what is inside.
 """
 

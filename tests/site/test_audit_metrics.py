@@ -42,3 +42,31 @@ def test_trace_self_time_by_kind_before_and_after_first_paint():
         {"start_ms": 300, "ms": 400, "inside": {"style": 150, "script bundle.js": 140, "layout": 100, "other": 10}},
         {"start_ms": 0, "ms": 100, "inside": {"parse HTML": 60, "other": 40}},
     ]
+
+
+def test_the_audit_serves_the_site_as_a_static_host_does(tmp_path):
+    """Lighthouse's simulation replays the connections it saw: the audit's server keeps them
+    open (HTTP/1.1) and sends text gzipped, with a length, as GitHub Pages does."""
+    import gzip
+    import http.client
+
+    from sitebuild.serve import free_port
+    from tools.audit import static_host
+
+    (tmp_path / "page").mkdir()
+    (tmp_path / "page" / "index.html").write_text("<p>第 1 章</p>" * 100, encoding="utf-8")
+    (tmp_path / "font.woff2").write_bytes(b"\0" * 64)
+    port = free_port()
+    with static_host(tmp_path, port):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        conn.request("GET", "/page/", headers={"Accept-Encoding": "gzip"})
+        first = conn.getresponse()
+        body = first.read()
+        assert first.version == 11 and not first.will_close
+        assert first.getheader("Content-Encoding") == "gzip"
+        assert int(first.getheader("Content-Length")) == len(body)
+        assert gzip.decompress(body).decode() == "<p>第 1 章</p>" * 100
+        conn.request("GET", "/font.woff2", headers={"Accept-Encoding": "gzip"})  # on the same connection
+        font = conn.getresponse()
+        assert font.getheader("Content-Encoding") is None and font.read() == b"\0" * 64
+        conn.close()

@@ -1,17 +1,22 @@
-"""sitebuild/hooks/contentblocks.py: the article's blocks found in the HTML, tables wrapped, the page's rules.
+"""sitebuild/hooks/contentblocks.py: the article's blocks found in the HTML, tables wrapped, the page's rules;
+and, over the built site, what each page's <head> does before Material's bundle starts.
 
-The browser side (the same blocks as Chromium's DOM, on every page) is
-tests/browser/test_reader.py::test_tables_are_wrapped_at_build_time.
+Measured (field harness, interleaved with builds lacking one of them): each of these kept a
+heavy section page within the phone budget that it broke without it. Here, the static facts.
 """
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
-from sitebuild.hooks.contentblocks import FOLD, HEADER, PAINT_CHARS, PAINT_FOLD, PAINT_ID, phone_height, prepare, top_level_blocks
+from sitebuild.config import nav_pages
+from sitebuild.hooks.contentblocks import (ARTICLE_OPEN, FOLD, HEADER, PAINT_CHARS, PAINT_FOLD, PAINT_ID, TABLE_CLASS,
+                                            phone_height, prepare, top_level_blocks)
 
+ROOT = Path(__file__).resolve().parents[2]
 OPEN = '<article class="md-content__inner md-typeset">'
 
 
@@ -145,3 +150,78 @@ def test_the_first_paint_does_not_wait_for_a_long_parse():
     assert paint_target(prepare(page(long))) is None
     assert paint_target(prepare(page("<p>短</p>" + long))) == PAINT_ID  # the short one before it
     assert paint_target(prepare(page("<p>a</p><script>var x = 1;</script>"))) is None  # nothing to wait for
+
+
+def material_pages(built_site) -> list[tuple[str, str]]:
+    """(name, html) of every page Material rendered (not a notebook's raw download)."""
+    pages = []
+    for path in sorted(built_site.rglob("*.html")):
+        text = path.read_text(encoding="utf-8")
+        if "</body>" in text and 'id="__config"' in text:
+            pages.append((str(path.relative_to(built_site)), text))
+    assert len(pages) >= len(nav_pages()), f"only {len(pages)} Material pages found"
+    return pages
+
+
+def test_every_built_article_has_its_rule_its_tables_wrapped_and_its_first_screen_named(built_site):
+    """What the browser suite read from the DOM, read from the built HTML: each article page has
+    one <style id="cv-blocks">; no table is a block of the article (each sits in a
+    div.table-block, so Material's scroll wrapper lands inside it); the first paint waits for
+    an element that exists among the article's blocks, before the end of the first PAINT_CHARS."""
+    offenders, articles = [], 0
+    for name, text in material_pages(built_site):
+        head = text.split("</head>", 1)[0]
+        m = ARTICLE_OPEN.search(text)
+        if m is None or name == "404.html":  # mkdocs renders 404.html from a template, past the page hooks
+            continue
+        articles += 1
+        rules = head.count('<style id="cv-blocks">')
+        if rules != 1:
+            offenders.append(f"{name}: {rules} cv-blocks rules")
+        blocks, _ = top_level_blocks(text, m.end())
+        if any(tag == "table" for _, _, tag in blocks):
+            offenders.append(f"{name}: a table is a block of the article")
+        wrappers = [text[b:e] for b, e, tag in blocks if text.startswith(f'<div class="{TABLE_CLASS}"', b)]
+        if any(not re.match(r'<div class="table-block"[^>]*>\s*<table', w) for w in wrappers):
+            offenders.append(f"{name}: a div.table-block that holds no table")
+        target = paint_target(text)
+        if target is not None:
+            starts = [text[b:text.index(">", b) + 1] for b, _, _ in blocks]
+            index = next((i for i, st in enumerate(starts) if f'id="{target}"' in st), None)
+            if index is None:
+                offenders.append(f"{name}: the first paint waits for #{target}, which is no block of the article")
+            elif blocks[index][1] - m.end() > PAINT_CHARS:
+                offenders.append(f"{name}: the first paint waits for a block past {PAINT_CHARS} characters")
+    assert offenders == []
+    assert articles >= len(nav_pages())
+
+
+def test_extra_css_skips_the_articles_blocks_off_screen_and_stacks_the_footer_above():
+    """The rules contentblocks' <style> and wrappers go with (docs/assets/extra.css)."""
+    css = (ROOT / "docs" / "assets" / "extra.css").read_text(encoding="utf-8")
+    assert re.search(r"\.md-content__inner > :where\([^)]*\.table-block\)\s*\{\s*content-visibility: auto;", css)
+    assert re.search(r"\.md-footer \{\s*position: relative;\s*z-index: 1;", css)
+    assert re.search(r"\.md-content__inner > :nth-child\(-n\+16\) \{\s*content-visibility: visible;", css)
+
+
+def test_head_does_before_the_bundle_what_the_bundle_would_do_later(built_site):
+    """The template override (docs/assets/overrides): in <head>, before any script file, the
+    search index request is held back until the reader reaches for search, the stylesheet links
+    are made absolute and <html> gets the bundle's classes; the palette form is run by the
+    inline palette script, not by Material's bundle (which would restyle the whole page)."""
+    offenders = []
+    for name, text in material_pages(built_site):
+        head, body = text.split("</head>", 1)
+        for what, needle in [("search-on-demand", "XMLHttpRequest.prototype.send = function"),
+                             ("absolute-urls", "link.href = link.href"),
+                             ("script-classes", 'classList.add("js-focus-visible")')]:
+            if needle not in head:
+                offenders.append(f"{name}: no {what} in <head>")
+        if re.search(r'<script[^>]+src="[^"]', head):
+            offenders.append(f"{name}: a script file in <head> runs before the inline scripts")
+        form = re.search(r"<form class=\"md-header__option\" data-md-palette>.*?</form>\s*<script>(.*?)</script>", body, re.S)
+        if form is None or "__md_set(\"__palette\"" not in form.group(1):
+            offenders.append(f"{name}: the palette form is not followed by its inline script")
+        if 'data-md-component="palette"' in text:
+            offenders.append(f"{name}: Material's bundle would run the palette")
+    assert offenders == []
