@@ -122,8 +122,8 @@ deck: setup
 
 # Phone performance of every chapter page, the question bank and the home page, from a fresh
 # build served with gzip: a tracing-free field harness (4x CPU, slow 4G, 412 px) beside
-# Lighthouse 12.2.3 (as shipped, and without its invalidationTracking trace category), median
-# of RUNS=3, and a traced breakdown of the first chapter: lighthouse/summary.md.
+# stock Lighthouse 12.2.3 against the build served as a static host serves it (keep-alive, gzip),
+# median of RUNS=3, and a traced breakdown of the first chapter: lighthouse/summary.md.
 # A benchmark on this machine, not a test. PAGES="06-embeddings-tokens" RUNS=1 for a quick look.
 audit: setup figures
 	$(PY) -m tools.audit

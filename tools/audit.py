@@ -7,14 +7,9 @@ HTTP/1.1 with keep-alive, gzip, GitHub Pages' caching headers), side by side:
 - **field**: the tracing-free harness of ``tools.fieldperf`` (4× CPU, slow 4G, 412 px);
 - **Lighthouse 12.2.3** mobile as shipped (``node_modules/.bin/lighthouse``, simulated throttling).
 
-Lighthouse's simulation (Lantern) replays the load over the connections it saw, one simulated
-connection per connection opened: ``sitebuild/serve.py`` speaks HTTP/1.0 and opens one per
-request, which no host does, so the audit serves the build itself, kept alive. Lighthouse runs
-as shipped. Both changes are what made the audit read higher than a reader's Lighthouse: on
-chapters/02-architecture/derivation/ (3 interleaved runs each, quiet machine) the copy without
-the ``invalidationTracking`` trace category scored 87-90 where stock scored 77-93 from the same
-server, and from serve.py the simulated FCP was 1.2-1.4 s and Speed Index 1.2-2.7 s, against
-1.7-1.9 s and 4.2 s from a keep-alive server. The field harness measures without tracing.
+Lighthouse's simulation (Lantern) replays the load over the connections it saw, so the audit
+serves the build as a host would, kept alive (``sitebuild/serve.py`` speaks HTTP/1.0, one
+connection per request). Why the audit moved to this setting: tools/history.md (2026-12-03).
 
 Each number is the median of ``RUNS`` loads (default 3). Budgets (from the issue): TBT ≤ 600 ms,
 no task over 300 ms after first paint, LCP ≤ 2.5 s, formulas typeset at first paint;
