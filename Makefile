@@ -13,10 +13,8 @@ export NO_MKDOCS_2_WARNING := 1
 export PYTHONHASHSEED := 0
 
 # Test workers (pytest-xdist): one more than the cores, at most 4. The browser tests spend part
-# of their time waiting on Chromium, so a third worker on this 2-core machine keeps both cores
-# busy (make test: 6:31-6:38 with 2 workers, 6:08 with 3, 6:25 with 4; one run each). They share
-# one site build, one visit of each page and one PDF (tests/support/shared.py); a worker that
-# would wait for another's page visit makes a visit this run needs meanwhile (4:58 with 3).
+# of their time waiting on Chromium, so a third worker on a 2-core machine keeps both cores busy.
+# They share one site build, one visit of each page and one PDF (tests/support/shared.py).
 TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); n=$$((n + 1)); [ $$n -gt 4 ] && n=4; echo $$n)
 XDIST := -n $(TEST_JOBS)
 

@@ -6,36 +6,23 @@ the browser cannot work out cheaply about those blocks is settled here, from the
 page gets a rule of its own in ``<head>`` (``<style id="cv-blocks">``), and no block's markup
 changes but a table's:
 
-* **No block is rendered for being last.** The last four were, so that a checker reading
-  colours without scrolling (Lighthouse's axe) would not see a skipped block's text over the
-  footer: asked for the geometry of an element inside a skipped block, Chromium lays the block
-  out as it would be, taller than its placeholder, and at the end of the page that reaches into
-  the footer (accessibility 96-97 on three pages with one block). extra.css now stacks the
-  footer above the article instead, and those blocks cost nothing until a reader comes near:
-  about 0.1 s less main thread on the pages that end on formulas or code (the field harness,
-  both side by side). The rule was first ``:nth-last-child(-n+4)``, which matched every block as
-  the parser appended it: keep rules here forward ``:nth-child()`` only.
-* **The blocks a phone opens on are rendered from the first frame** (skipped there and shown a
-  frame later, a formula moved the page: layout shift 0.26–0.44). How many is estimated from
-  the HTML: a lower bound of each block's height on a phone (:func:`phone_height`), counting
-  every block whose estimated top is above the fold of the tallest common phone. An
-  underestimate only renders more; tests/browser/test_reader.py::
-  test_pages_open_with_their_first_blocks_rendered checks at 390 × 844 that no block of the
-  first screen waits a frame. A fixed count (the first 11) laid out formulas two screens down on
-  the pages that open on a table or a tall formula.
+* **The blocks a phone opens on are rendered from the first frame** (a skipped block shown a
+  frame late moves the page). How many is estimated from the HTML: a lower bound of each block's
+  height on a phone (:func:`phone_height`), counting every block whose estimated top is above
+  the fold of the tallest common phone. An underestimate only renders more. Rules here are
+  forward ``:nth-child()`` only: ``:nth-last-child()`` matches every block as the parser appends it.
 * **The first paint waits for the first screen** (``<link rel="expect" blocking="render">`` to
-  the last block a 390 × 844 phone opens on, by the same estimate). Chromium otherwise paints as
-  soon as the parser has passed the header and then lays the article out a few blocks a frame,
-  each frame a task of 120-400 ms on the slowed phone, all of them after the first paint: the
-  field harness's total blocking time on formula-heavy pages was mostly that. The first paint
-  comes later and holds the whole first screen, formulas included; the largest paint stays
-  about where it was (numbers in the README). Not past ``PAINT_CHARS`` of the article:
-  a notebook page, one block of 800 KB, paints as before. Chromium 124 and later honour the
-  link; other browsers ignore it.
-* **Tables are wrapped** in ``div.table-block``. Material moves every ``table:not([class])``
-  into a scroll wrapper when it starts; done directly under the article, that change of the
-  article's children restyled every block after the table (the ``:nth-child`` rules), about
-  2,700–3,300 elements. Inside the wrapper it stays local.
+  the last block a 390 × 844 phone opens on, by the same estimate): otherwise Chromium paints
+  once the header is parsed and then lays the article out a few blocks a frame, each frame a
+  long task on a phone. Not past ``PAINT_CHARS`` of the article (a notebook page is one block of
+  800 KB). Chromium 124 and later honour the link; other browsers ignore it.
+* **Tables are wrapped** in ``div.table-block``: Material moves every ``table:not([class])``
+  into a scroll wrapper when it starts, and done directly under the article that change of the
+  article's children restyles every block after the table (the ``:nth-child`` rules).
+
+No block is rendered for being last: extra.css stacks the footer above the article, so a
+checker reading colours at load (Lighthouse's axe) does not see a skipped block's text over the
+footer. What each of these measured: tools/history.md.
 """
 
 from __future__ import annotations
