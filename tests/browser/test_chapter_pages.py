@@ -19,6 +19,7 @@ OLD_LINKS = [
     ("chapters/03-scaled-dot-product/derivation/#masks", "chapters/03-scaled-dot-product/derivation-softmax/#masks"),
     ("chapters/01-why-attention/self-attention/#一跳梯度的闭式推导",
      "chapters/01-why-attention/self-attention-path/#一跳梯度的闭式推导"),
+    ("chapters/05-ffn-residual-norm/derivation/#layernorm", "chapters/05-ffn-residual-norm/derivation-norm/#layernorm"),
 ]
 
 
