@@ -20,6 +20,8 @@ OLD_LINKS = [
     ("chapters/01-why-attention/self-attention/#一跳梯度的闭式推导",
      "chapters/01-why-attention/self-attention-path/#一跳梯度的闭式推导"),
     ("chapters/05-ffn-residual-norm/derivation/#layernorm", "chapters/05-ffn-residual-norm/derivation-norm/#layernorm"),
+    ("chapters/02-architecture/derivation/#post-ln-vs-pre-ln", "chapters/02-architecture/derivation-encoder/#post-ln-vs-pre-ln"),
+    ("chapters/02-architecture/derivation-decoder/#param-count", "chapters/02-architecture/derivation-params/#param-count"),
 ]
 
 
