@@ -22,6 +22,7 @@ OLD_LINKS = [
     ("chapters/05-ffn-residual-norm/derivation/#layernorm", "chapters/05-ffn-residual-norm/derivation-norm/#layernorm"),
     ("chapters/02-architecture/derivation/#post-ln-vs-pre-ln", "chapters/02-architecture/derivation-encoder/#post-ln-vs-pre-ln"),
     ("chapters/02-architecture/derivation-decoder/#param-count", "chapters/02-architecture/derivation-params/#param-count"),
+    ("chapters/02-architecture/interview/#view-2026", "chapters/02-architecture/view-2026/#view-2026"),
 ]
 
 
