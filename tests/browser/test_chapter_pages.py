@@ -17,6 +17,12 @@ OLD_LINKS = [
     ("chapters/01-why-attention/#核心困惑", "chapters/01-why-attention/#核心困惑"),
     # a section page split in two (split_from: in the second page's front matter)
     ("chapters/03-scaled-dot-product/derivation/#masks", "chapters/03-scaled-dot-product/derivation-softmax/#masks"),
+    ("chapters/01-why-attention/self-attention/#一跳梯度的闭式推导",
+     "chapters/01-why-attention/self-attention-path/#一跳梯度的闭式推导"),
+    ("chapters/05-ffn-residual-norm/derivation/#layernorm", "chapters/05-ffn-residual-norm/derivation-norm/#layernorm"),
+    ("chapters/02-architecture/derivation/#post-ln-vs-pre-ln", "chapters/02-architecture/derivation-encoder/#post-ln-vs-pre-ln"),
+    ("chapters/02-architecture/derivation-decoder/#param-count", "chapters/02-architecture/derivation-params/#param-count"),
+    ("chapters/02-architecture/interview/#view-2026", "chapters/02-architecture/view-2026/#view-2026"),
 ]
 
 
