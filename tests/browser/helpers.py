@@ -12,6 +12,7 @@ from pathlib import Path
 from urllib.parse import urljoin, urlparse
 
 from sitebuild.config import nav_pages, page_name
+from tests.support.elementkinds import covering_pages
 from tests.support.shared import once, try_once
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -453,6 +454,15 @@ class Site:
         # to its page's chapter, whichever test happened to make it
         self.visits: list[tuple[str, float]] = []
         self._failed: set[str] = set()  # pages whose visit for another test failed
+        self._dark: list[str] | None = None
+
+    def dark_pages(self) -> list[str]:
+        """The pages whose visit also checks the dark palette's colours: the fewest that together
+        show every kind of element the site's articles use."""
+        if self._dark is None:
+            urls = [u for u in NAV_URLS if (self.site_dir / u / "index.html").is_file()]
+            self._dark = covering_pages(self.site_dir, urls)
+        return self._dark
 
     def url(self, path: str) -> str:
         return urljoin(self.base_url, path)
@@ -515,9 +525,11 @@ class Site:
                 "layout": {"desktop": layout(page)},
                 "typesetting": {"desktop": typesetting(page)},
             }
-            switch_palette(page, "dark")
-            dark = {"axe": run_axe(page, AXE_COLOUR_RULES),
-                    "scheme": page.evaluate("document.body.getAttribute('data-md-color-scheme')")}
+            dark = {}
+            if path in self.dark_pages():  # the pages that together show every kind of element
+                switch_palette(page, "dark")
+                dark = {"scheme": page.evaluate("document.body.getAttribute('data-md-color-scheme')"),
+                        "axe": run_axe(page, AXE_COLOUR_RULES)}
             set_width(page, MOBILE)
             light["layout"]["mobile"] = layout(page)
             light["typesetting"]["mobile"] = typesetting(page)
