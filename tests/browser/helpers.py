@@ -278,13 +278,17 @@ SCROLL_CUE_JS = """() => {
 
 # Rules whose outcome depends on the palette; the others need one run (light) per page.
 AXE_COLOUR_RULES = ["color-contrast", "link-in-text-block"]
+NOT_COLOUR = {"rules": {rule: {"enabled": False} for rule in AXE_COLOUR_RULES}}
 
 
-def run_axe(page, rules: list[str] | None = None) -> list[dict]:
-    """axe-core's violations on the current page (all default rules, or ``rules``), impact serious or critical."""
+def run_axe(page, rules: list[str] | dict | None = None) -> list[dict]:
+    """axe-core's violations on the current page, impact serious or critical: all default rules,
+    only ``rules`` (a list), or the rules as axe's options say (a dict: ``NOT_COLOUR``)."""
     page.add_script_tag(path=str(AXE_JS))
     options = {"resultTypes": ["violations"]}
-    if rules:
+    if isinstance(rules, dict):
+        options.update(rules)
+    elif rules:
         options["runOnly"] = {"type": "rule", "values": rules}
     result = evaluate_within(
         page,
@@ -456,9 +460,9 @@ class Site:
         self._failed: set[str] = set()  # pages whose visit for another test failed
         self._dark: list[str] | None = None
 
-    def dark_pages(self) -> list[str]:
-        """The pages whose visit also checks the dark palette's colours: the fewest that together
-        show every kind of element the site's articles use."""
+    def colour_pages(self) -> list[str]:
+        """The pages whose visit checks colours (axe's colour rules, light and dark): the fewest that
+        together show every kind of element the site's articles use."""
         if self._dark is None:
             urls = [u for u in NAV_URLS if (self.site_dir / u / "index.html").is_file()]
             self._dark = covering_pages(self.site_dir, urls)
@@ -520,13 +524,16 @@ class Site:
             page.goto(self.url(path), wait_until="load")
             wait_for_page(page)
             show_everything(page)  # axe's colour checks and the layout need painted blocks
+            covers = path in self.colour_pages()
             light = {
-                "axe": run_axe(page),
+                # every rule but the colour rules; those where the page is one of the fewest that
+                # together show every kind of element (tests/support/elementkinds.py)
+                "axe": run_axe(page, None if covers else NOT_COLOUR),
                 "layout": {"desktop": layout(page)},
                 "typesetting": {"desktop": typesetting(page)},
             }
             dark = {}
-            if path in self.dark_pages():  # the pages that together show every kind of element
+            if covers:
                 switch_palette(page, "dark")
                 dark = {"scheme": page.evaluate("document.body.getAttribute('data-md-color-scheme')"),
                         "axe": run_axe(page, AXE_COLOUR_RULES)}

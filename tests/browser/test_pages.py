@@ -1,6 +1,6 @@
 """Per page, what the page's own content decides and only a layout engine can tell: nothing widens
-the page at 1280 or 390 px, axe finds no serious violation (the dark palette's colours on the
-pages that together show every kind of element), and a visit makes no
+the page at 1280 or 390 px, axe finds no serious violation (its colour rules, light and dark,
+on the fewest pages that together show every kind of element), and a visit makes no
 console error, no failed load and no request to another host.
 
 Each page is opened once per run (tests/browser/helpers.py: Site); these tests read its report.
@@ -36,7 +36,8 @@ def _axe_lines(violations: list[dict]) -> str:
 
 @pytest.mark.parametrize("path", PAGES)
 def test_axe_no_serious_violations(site, path):
-    """axe-core (node_modules) finds no serious or critical violation, every rule, light palette."""
+    """axe-core (node_modules) finds no serious or critical violation: every rule but the colour
+    rules on every page, the colour rules too on the pages that cover every element kind."""
     assert AXE_JS.is_file(), "run `make setup` (npm ci) for axe-core"
     r = site.report(path)
     assert not r["axe"], _axe_lines(r["axe"])
@@ -45,8 +46,9 @@ def test_axe_no_serious_violations(site, path):
 def test_axe_colours_in_the_dark_palette(site):
     """After the reader's toggle to the dark palette, axe's colour rules find nothing, on the pages
     that together show every kind of element the articles use (colours are the theme's, by kind
-    of element: tests/support/elementkinds.py). Each such page's visit checks it."""
-    pages = site.dark_pages()
+    of element: tests/support/elementkinds.py). Each such page's visit checks it, in the light
+    palette too (test_axe_no_serious_violations)."""
+    pages = site.colour_pages()
     assert len(pages) >= 5, pages
     for path in pages:
         r = site.report(path, "dark")

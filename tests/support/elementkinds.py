@@ -1,9 +1,9 @@
 """The kinds of element a page's article shows (tag, and tag.class for each class), read from the
 built HTML, and the fewest pages that together show every kind the site's articles use.
 
-Colours come from the theme's CSS by element kind; the pages choose only which kinds appear and
-how they nest. So the dark palette's colour check (tests/browser/test_pages.py) runs on this
-cover, not on every page; the light palette's runs on every page.
+Colours come from the theme's CSS by element kind; the pages choose only which kinds appear. So
+axe's colour rules, in both palettes (tests/browser/test_pages.py), run on this cover rather than
+on every page; its other rules run on every page.
 """
 
 from __future__ import annotations
