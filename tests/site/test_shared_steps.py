@@ -3,6 +3,7 @@ and a step whose process dies without a record fails the tests that need it inst
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -24,7 +25,6 @@ def test_a_step_starts_once_and_every_caller_reads_its_record(tmp_path):
 def test_a_step_that_dies_without_a_record_fails_fast(tmp_path):
     try:
         shared.start(tmp_path, "dies", [sys.executable, "-c", "raise SystemExit(3)"])
-        # not reaped: once it exits it is a zombie of this process, which counts as ended
         with pytest.raises(RuntimeError, match="ended without writing"):
             shared.result(tmp_path, "dies", timeout=60)
         with pytest.raises(RuntimeError, match="never started"):
@@ -42,3 +42,21 @@ def test_a_caller_waits_a_bounded_time_for_a_step_another_worker_holds(tmp_path)
         with pytest.raises(TimeoutError, match="'stuck': another worker has held it"):
             shared.once(tmp_path, "stuck", lambda: {"n": 1}, timeout=0.2)
     assert shared.once(tmp_path, "stuck", lambda: {"n": 2}, timeout=0.2) == {"n": 2}  # free again: it runs
+
+
+def test_a_caller_waits_for_the_step_to_end_not_on_a_clock(tmp_path):
+    """result() fails, bounded, while the step's process still runs (it holds the step's lock while
+    it lives), and returns its record once it has ended. The step here waits for the test to open
+    a pipe, so nothing depends on timing."""
+    go = tmp_path / "go"
+    os.mkfifo(go)
+    step = ("import json, sys; from pathlib import Path; Path(sys.argv[1]).read_text();"
+            " Path(sys.argv[-1]).write_text(json.dumps({'n': 3}))")
+    try:
+        shared.start(tmp_path, "held", [sys.executable, "-c", step, str(go)])
+        with pytest.raises(TimeoutError, match="'held' still runs"):
+            shared.result(tmp_path, "held", timeout=0.2)
+        go.write_text("go")  # opens the pipe for writing: the step reads and finishes
+        assert shared.result(tmp_path, "held", timeout=60) == {"n": 3}
+    finally:
+        shared.reap()

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 import os
+import fcntl
 import re
 import subprocess
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -72,35 +72,43 @@ def start(folder: Path, name: str, command: list[str]) -> bool:
     For a long step (the site build) that tests need only later: it runs beside the first
     tests instead of keeping every worker waiting when the first test needs it. ``command``
     gets the path of the step's record as its last argument and must write its JSON result
-    there (atomically, see :func:`write_record`). Returns whether this caller started it;
-    the starter must call :func:`reap` at the end of its session.
+    there (atomically, see :func:`write_record`). The process holds the step's running lock
+    for as long as it lives (it inherits the locked file, not its own children), so
+    :func:`result` waits for the lock's release, not on a clock. Returns whether this caller
+    started it; the starter must call :func:`reap` at the end of its session.
     """
     key = _key(name)
     marker = folder / f"start-{key}.json"
     with FileLock(str(folder / f"start-{key}.lock")):
         if marker.is_file():
             return False
-        proc = subprocess.Popen([*command, str(folder / f"start-{key}.result.json")],
-                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        running = os.open(folder / f"start-{key}.running.lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(running, fcntl.LOCK_EX)  # before the process exists, so no waiter sees it free
+            proc = subprocess.Popen([*command, str(folder / f"start-{key}.result.json")], pass_fds=(running,),
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        finally:
+            os.close(running)  # the lock stays held by the process's copy of the file
         _started.append(proc)
         marker.write_text(json.dumps({"pid": proc.pid}), encoding="utf-8")
     return True
 
 
 def result(folder: Path, name: str, timeout: float = 900) -> dict:
-    """The record of step ``name`` (see :func:`start`), waiting for it; fails if its process died without one."""
+    """The record of step ``name`` (see :func:`start`), once its process has ended; fails if the
+    process ended without one, or still runs after ``timeout`` seconds."""
     key = _key(name)
     record, marker = folder / f"start-{key}.result.json", folder / f"start-{key}.json"
-    deadline = time.monotonic() + timeout
-    while not record.is_file():
-        if not marker.is_file():
-            raise RuntimeError(f"step {name!r} was never started")
+    if not marker.is_file():
+        raise RuntimeError(f"step {name!r} was never started")
+    try:
+        with FileLock(str(folder / f"start-{key}.running.lock"), timeout=timeout):
+            pass
+    except Timeout:
+        raise TimeoutError(f"step {name!r} still runs after {timeout:.0f} s") from None
+    if not record.is_file():
         pid = json.loads(marker.read_text(encoding="utf-8"))["pid"]
-        if not _alive(pid) and not record.is_file():
-            raise RuntimeError(f"step {name!r} (pid {pid}) ended without writing {record}")
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"step {name!r} wrote no record within {timeout:.0f} s")
-        time.sleep(0.2)
+        raise RuntimeError(f"step {name!r} (pid {pid}) ended without writing {record}")
     return json.loads(record.read_text(encoding="utf-8"))
 
 
@@ -122,20 +130,3 @@ _started: list[subprocess.Popen] = []
 
 def _key(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") or "root"
-
-
-def _alive(pid: int) -> bool:
-    """The process exists and has not exited (a zombie, exited but not yet reaped, is not alive)."""
-    if not Path("/proc/self/stat").is_file():  # no procfs: a zombie counts as alive until reaped
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            pass
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
