@@ -6,6 +6,7 @@ The pytest fixtures that use these live in tests/browser/conftest.py. Chromium i
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 from pathlib import Path
@@ -131,6 +132,19 @@ def wait_for_page(page) -> None:
     # a ceiling, not a speed check: a 1 MB page next to a PDF print on 2 shared cores is slow
     page.wait_for_function("() => document.body.dataset.pageReady === location.href", timeout=90_000)
     evaluate_within(page, "() => document.fonts.ready.then(() => true)")
+
+
+@contextlib.contextmanager
+def opened(browser, url: str, **context):
+    """A fresh context's page at ``url``, ready (:func:`wait_for_page`); closed afterwards."""
+    ctx = new_context(browser, **context)
+    try:
+        page = ctx.new_page()
+        page.goto(url)
+        wait_for_page(page)
+        yield page
+    finally:
+        ctx.close()
 
 
 def goto_ready_for_instant_navigation(page, url: str) -> None:

@@ -29,6 +29,7 @@ from tests.browser.helpers import (
     first_load_bytes,
     goto_ready_for_instant_navigation,
     new_context,
+    opened,
     page_id,
     raw_tex,
     sample_evenly,
@@ -106,11 +107,7 @@ def test_math_renders_in_both_palettes(chromium_browser, site_url, built_site):
     """On the page with the most formulas, light and then dark after the reader's toggle: the
     palette applies, every formula is typeset with its MathML, no KaTeX script, no raw TeX."""
     path = _page_with_most(built_site, 'class="katex"')
-    ctx = new_context(chromium_browser)
-    page = ctx.new_page()
-    try:
-        page.goto(site_url + path)
-        wait_for_page(page)
+    with opened(chromium_browser, site_url + path) as page:
         for scheme in ("light", "dark"):
             if scheme == "dark":
                 switch_palette(page, "dark")
@@ -121,20 +118,13 @@ def test_math_renders_in_both_palettes(chromium_browser, site_url, built_site):
             assert math["mathml"] == math["katex"], "KaTeX output without MathML: screen readers get nothing"
             assert not math["errors"] and not math["unprotected"], math
             assert not raw_tex(math["prose"]), raw_tex(math["prose"])
-    finally:
-        ctx.close()
 
 
 def test_code_copy_button_copies_the_block(chromium_browser, site_url, built_site):
     """On the page with the most code blocks, each block gets a copy button as it comes into view,
     and a sample of COPY_SAMPLE buttons (first and last included) copies exactly its block."""
     path = _page_with_most(built_site, "<pre")
-    ctx = new_context(chromium_browser)
-    ctx.grant_permissions(["clipboard-read", "clipboard-write"], origin=site_url.rstrip("/"))
-    page = ctx.new_page()
-    try:
-        page.goto(site_url + path)
-        wait_for_page(page)
+    with opened(chromium_browser, site_url + path, permissions=["clipboard-read", "clipboard-write"]) as page:
         page.eval_on_selector_all(".md-content pre > code", f"els => els.forEach({REVEAL_JS})")
         blocks = page.locator(".md-content pre > code")
         n = blocks.count()
@@ -148,18 +138,12 @@ def test_code_copy_button_copies_the_block(chromium_browser, site_url, built_sit
                                             "bs => bs.map(b => b.getAttribute('data-clipboard-target'))")
         checked, bad = check_copy_buttons(page, sample_evenly(targets, COPY_SAMPLE))
         assert checked == COPY_SAMPLE and not bad, bad
-    finally:
-        ctx.close()
 
 
 def test_images_load_where_the_reader_scrolls(chromium_browser, site_url, built_site):
     """On the page with the most images, every lazy <img> loads with a size once it is shown."""
     path = _page_with_most(built_site, "<img")
-    ctx = new_context(chromium_browser)
-    page = ctx.new_page()
-    try:
-        page.goto(site_url + path)
-        wait_for_page(page)
+    with opened(chromium_browser, site_url + path) as page:
         images = evaluate_within(page, """async () => {
           const imgs = [...document.querySelectorAll('.md-content img')];
           for (const img of imgs) img.loading = 'eager';
@@ -168,8 +152,6 @@ def test_images_load_where_the_reader_scrolls(chromium_browser, site_url, built_
         }""")
         assert len(images) > 4, (path, images)
         assert all(i["ok"] for i in images), [i["src"] for i in images if not i["ok"]]
-    finally:
-        ctx.close()
 
 
 # ---------------------------------------------------------------------------- search
