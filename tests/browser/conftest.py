@@ -21,13 +21,15 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
-def site(request, chromium_browser, site_url, built_site, shared) -> Site:
+def site(request, chromium_browser, site_url, built_site, shared):
     """Each page opened once per run: the xdist workers share the visits' reports (and, while one
     visits a page, the others visit pages this run's tests ask for: ``pages``)."""
     pages = [item.callspec.params["path"] for item in request.session.items
              if "site" in getattr(item, "fixturenames", ())
              and "path" in getattr(getattr(item, "callspec", None), "params", {})]
-    return Site(chromium_browser, site_url, built_site, shared, pages)
+    site = Site(chromium_browser, site_url, built_site, shared, pages)
+    yield site
+    site.close()
 
 
 @pytest.fixture(autouse=True)

@@ -95,13 +95,35 @@ class Recorder:
         self.console_errors: list[str] = []
         self.requests: list = []
         self.bad_responses: list[str] = []
-        page.on("console", self._console)
-        page.on("pageerror", lambda exc: self.console_errors.append(f"pageerror: {exc}"))
-        page.context.on("request", lambda r: self.requests.append(r))
-        page.context.on("requestfailed", lambda r: self.bad_responses.append(f"{r.url} ({r.failure})"))
-        page.context.on(
-            "response", lambda r: r.status >= 400 and self.bad_responses.append(f"{r.url} (HTTP {r.status})")
-        )
+        self._page = page
+        self._on = [
+            (page, "console", self._console),
+            (page, "pageerror", lambda exc: self.console_errors.append(f"pageerror: {exc}")),
+            (page.context, "request", lambda r: self.requests.append(r)),
+            (page.context, "requestfailed", self._failed),
+            (page.context, "response", self._response),
+        ]
+        for target, event, handler in self._on:
+            target.on(event, handler)
+
+    # Only this visit's own requests count: the previous page's, still in flight when the tab
+    # moved on (a font it preloaded and never used), end during this visit, as aborted.
+    def _own(self, request) -> bool:
+        return any(request is r for r in self.requests)
+
+    def _failed(self, request) -> None:
+        if self._own(request):
+            self.bad_responses.append(f"{request.url} ({request.failure})")
+
+    def _response(self, response) -> None:
+        if response.status >= 400 and self._own(response.request):
+            self.bad_responses.append(f"{response.url} (HTTP {response.status})")
+
+    def detach(self) -> None:
+        """Stop recording (the tab goes on to another page)."""
+        for target, event, handler in self._on:
+            target.remove_listener(event, handler)
+        self._on = []
 
     def _console(self, msg):
         if msg.type == "error":
@@ -361,11 +383,31 @@ def check_copy_buttons(page, targets: list[str]) -> tuple[int, list[str]]:
     return len(targets), bad
 
 
+# A block that scrolls sideways must take keyboard focus (or hold something that does), or a
+# keyboard reader cannot scroll it: axe's scrollable-region-focusable, here at both widths and on
+# every page, since which blocks scroll depends on the page's content and the width.
+UNFOCUSABLE_SCROLLERS_JS = """() => {
+  const focusable = 'a[href], button, input, select, textarea, [tabindex]:not([tabindex="-1"])';
+  const out = [];
+  let scrolling = 0;
+  for (const el of document.querySelectorAll('.md-content *')) {
+    if (el.scrollWidth <= el.clientWidth + 1) continue;
+    const o = getComputedStyle(el).overflowX;
+    if (o !== 'auto' && o !== 'scroll') continue;
+    scrolling++;
+    if (el.tabIndex >= 0 || el.querySelector(focusable)) continue;
+    out.push(el.tagName.toLowerCase() + '.' + [...el.classList].join('.') + ' "' + el.textContent.trim().slice(0, 30) + '"');
+  }
+  return {scrolling, unfocusable: out.slice(0, 10)};
+}"""
+
+
 def layout(page) -> dict:
     """What a reader at the current width sees go wrong: sideways page scroll, formulas that
-    scroll without a cue, lines that start with closing punctuation."""
+    scroll without a cue, blocks that scroll but take no focus, lines that start with closing
+    punctuation."""
     return {"overflow": page.evaluate(OVERFLOW_JS), "cue": page.evaluate(SCROLL_CUE_JS),
-            "punct": page.evaluate(LINE_START_PUNCT_JS)}
+            "focus": page.evaluate(UNFOCUSABLE_SCROLLERS_JS), "punct": page.evaluate(LINE_START_PUNCT_JS)}
 
 
 # Typesetting (issue 11; docs/assets/extra.css, sitebuild/hooks/abbrfirst.py), measured in px at the
@@ -453,9 +495,12 @@ def switch_palette(page, scheme: str) -> None:
 class Site:
     """Visits each page of the served site once and keeps what it saw, for both palettes.
 
-    One load per page (the suite runs on 2 shared cores and chapter pages are large): in the
-    light palette at 1280 px, everything; then the reader's palette toggle to dark, for what
-    depends on colour (math in the palette, axe's colour rules); then 390 px, for the layout.
+    One load per page (the suite runs on 2 shared cores and chapter pages are large), each worker
+    in one tab that goes from page to page, as a reader does: the theme's scripts, styles and
+    fonts come from the cache after the first page (a first visit's bytes are tested once, in
+    test_template.py). At 1280 px: the layout and the typesetting, and on the pages that show
+    every kind of element, axe's rules in the light palette, then its colour rules after the
+    reader's toggle to dark; then 390 px, for the layout.
     """
 
     def __init__(self, browser, base_url: str, site_dir: Path, shared: Path | None = None,
@@ -472,15 +517,21 @@ class Site:
         # to its page's chapter, whichever test happened to make it
         self.visits: list[tuple[str, float]] = []
         self._failed: set[str] = set()  # pages whose visit for another test failed
-        self._dark: list[str] | None = None
+        self._cover: list[str] | None = None
+        self._tab = None  # this worker's tab, kept from visit to visit
 
-    def colour_pages(self) -> list[str]:
-        """The pages whose visit checks colours (axe's colour rules, light and dark): the fewest that
-        together show every kind of element the site's articles use."""
-        if self._dark is None:
+    def axe_pages(self) -> list[str]:
+        """The pages axe checks (all its rules in light, its colour rules in dark too): the fewest
+        that together show every kind of element the site has (tests/support/elementkinds.py)."""
+        if self._cover is None:
             urls = [u for u in NAV_URLS if (self.site_dir / u / "index.html").is_file()]
-            self._dark = covering_pages(self.site_dir, urls)
-        return self._dark
+            self._cover = covering_pages(self.site_dir, urls)
+        return self._cover
+
+    def close(self) -> None:
+        if self._tab is not None:
+            self._tab.context.close()
+            self._tab = None
 
     def url(self, path: str) -> str:
         return urljoin(self.base_url, path)
@@ -529,20 +580,20 @@ class Site:
 
     def _look(self, path: str) -> dict[str, dict]:
         """What only a layout engine can tell about this page's content: the layout at both widths,
-        the typesetting, axe (all rules in light, the colour rules again in dark), and what the
-        page said on the side (console, failed loads, requests)."""
-        ctx = new_context(self.browser, "light", viewport=DESKTOP)
-        page = ctx.new_page()
+        the typesetting, axe (on the cover pages), and what the page said on the side (console,
+        failed loads, requests)."""
+        if self._tab is None:
+            self._tab = new_context(self.browser, "light", viewport=DESKTOP).new_page()
+        page = self._tab
         rec = Recorder(page)
         try:
+            page.set_viewport_size(DESKTOP)
             page.goto(self.url(path), wait_until="load")
             wait_for_page(page)
             show_everything(page)  # axe's colour checks and the layout need painted blocks
-            covers = path in self.colour_pages()
+            covers = path in self.axe_pages()
             light = {
-                # every rule but the colour rules; those where the page is one of the fewest that
-                # together show every kind of element (tests/support/elementkinds.py)
-                "axe": run_axe(page, None if covers else NOT_COLOUR),
+                "axe": run_axe(page) if covers else None,
                 "layout": {"desktop": layout(page)},
                 "typesetting": {"desktop": typesetting(page)},
             }
@@ -562,9 +613,14 @@ class Site:
                 "foreign_requests": rec.foreign_requests(),
                 "request_count": len(rec.requests),
             }
+            # the next page starts as a reader's first: light palette, nothing remembered
+            page.evaluate("() => { localStorage.clear(); sessionStorage.clear(); }")
             return {"light": {**shared, **light}, "dark": {**shared, **dark}}
+        except BaseException:
+            self.close()  # a tab left mid-visit is not reused
+            raise
         finally:
-            ctx.close()
+            rec.detach()
 
 
 def save_screenshot(page, name: str, full_page: bool = True) -> Path:

@@ -1,7 +1,9 @@
 """Per page, what the page's own content decides and only a layout engine can tell: nothing widens
-the page at 1280 or 390 px, axe finds no serious violation (its colour rules, light and dark,
-on the fewest pages that together show every kind of element), and a visit makes no
-console error, no failed load and no request to another host.
+the page at 1280 or 390 px, a block that scrolls takes keyboard focus, and a visit makes no
+console error, no failed load and no request to another host. axe-core runs, light and dark, on
+the fewest pages that together show every kind of element the site has: it judges an element by
+its kind, and the values it reads from the content (alt text, link names, ids) are checked on
+every built page without a browser (tests/site/test_built_pages.py).
 
 Each page is opened once per run (tests/browser/helpers.py: Site); these tests read its report.
 What the built HTML already decides (anchors, images and alt text, titles, math, font preloads) is
@@ -34,45 +36,43 @@ def _axe_lines(violations: list[dict]) -> str:
                      for v in violations)
 
 
-@pytest.mark.parametrize("path", PAGES)
-def test_axe_no_serious_violations(site, path):
-    """axe-core (node_modules) finds no serious or critical violation: every rule but the colour
-    rules on every page, the colour rules too on the pages that cover every element kind."""
+def test_axe_finds_nothing_serious_in_either_palette(site):
+    """On the pages that together show every kind of element (tests/support/elementkinds.py),
+    axe-core (node_modules) finds no serious or critical violation: all its rules in the light
+    palette, and its colour rules again after the reader's toggle to the dark palette."""
     assert AXE_JS.is_file(), "run `make setup` (npm ci) for axe-core"
-    r = site.report(path)
-    assert not r["axe"], _axe_lines(r["axe"])
-
-
-def test_axe_colours_in_the_dark_palette(site):
-    """After the reader's toggle to the dark palette, axe's colour rules find nothing, on the pages
-    that together show every kind of element the articles use (colours are the theme's, by kind
-    of element: tests/support/elementkinds.py). Each such page's visit checks it, in the light
-    palette too (test_axe_no_serious_violations)."""
-    pages = site.colour_pages()
+    pages = site.axe_pages()
     assert len(pages) >= 5, pages
+    found = []
     for path in pages:
-        r = site.report(path, "dark")
-        assert r["scheme"] == "slate", f"{path}: the palette toggle did not switch to the dark palette"
-        assert r["axe"] == [], f"{path}:\n" + _axe_lines(r["axe"])
+        light, dark = site.report(path), site.report(path, "dark")
+        assert light["axe"] is not None, f"{path}: the visit ran no axe"
+        assert dark["scheme"] == "slate", f"{path}: the palette toggle did not switch to the dark palette"
+        found += [f"{path} (light):\n{_axe_lines(light['axe'])}"] * bool(light["axe"])
+        found += [f"{path} (dark):\n{_axe_lines(dark['axe'])}"] * bool(dark["axe"])
+    assert not found, "\n".join(found)
 
 
 @pytest.mark.parametrize("width", ["desktop", "mobile"])
 @pytest.mark.parametrize("path", PAGES)
 def test_layout_fits_the_width(site, path, width):
     """At 1280 px and at 390 px nothing widens the page; every display formula that scrolls shows
-    a scroll shadow; no line starts with 。，；：、）」！？ right after inline math, a claim badge
-    or a link. (Screenshots to look at: `make screenshots`.)"""
+    a scroll shadow; every block that scrolls takes keyboard focus; no line starts with
+    。，；：、）」！？ right after inline math, a claim badge or a link. (Screenshots to look at:
+    `make screenshots`.)"""
     r = site.report(path)["layout"][width]
-    overflow, cue, punct = r["overflow"], r["cue"], r["punct"]
+    overflow, cue, focus, punct = r["overflow"], r["cue"], r["focus"], r["punct"]
     assert overflow["page"] <= 0, f"{width}: page scrolls sideways by {overflow['page']} px: {overflow['offenders']}"
     assert not cue["without_cue"], f"{width}: display formulas that scroll without a scroll shadow: {cue}"
+    assert not focus["unfocusable"], f"{width}: blocks that scroll but take no keyboard focus: {focus}"
     assert not punct["line_starts"], f"{width}: lines that start with punctuation: {punct['line_starts']}"
 
 
 def test_layout_checks_see_what_they_check(site):
     """The punctuation check looked at the places where such a line could start (chapter 1's
-    pages have hundreds), and the scroll-cue check saw formulas that scroll at 390 px."""
+    pages have hundreds), and the scroll-cue and focus checks saw blocks that scroll at 390 px."""
     reports = [site.report(url)["layout"] for url in CHAPTER_URLS if url.startswith(CHAPTER_URLS[0])]
     for width in ("desktop", "mobile"):
         assert sum(r[width]["punct"]["checked"] for r in reports) > 200, [r[width]["punct"] for r in reports]
     assert sum(r["mobile"]["cue"]["wide"] for r in reports) > 0, [r["mobile"]["cue"] for r in reports]
+    assert sum(r["mobile"]["focus"]["scrolling"] for r in reports) > 0, [r["mobile"]["focus"] for r in reports]

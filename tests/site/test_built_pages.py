@@ -1,6 +1,8 @@
 """What the built HTML of every page decides, read from the files (no browser): the pages are the
-nav's, every link with an anchor lands on an id, every image is there with Chinese alt text, and
-a chapter's pages are named by their chapter.
+nav's, every link with an anchor lands on an id, every image is there with Chinese alt text,
+every link and button has a name and no id is used twice (what axe reads from the content; axe
+itself runs on the pages that show every kind of element), and a chapter's pages are named by
+their chapter.
 
 The browser suite (tests/browser/) keeps what needs a layout engine or a click.
 """
@@ -38,13 +40,30 @@ class _Page(HTMLParser):
         self.in_article = False  # set by _read around the article's markup
         self.header = ""  # the phone header's topic: the page's name
         self.nav_labels: list[str] = []
+        self.lang = ""
+        self.repeated_ids: list[str] = []
+        self.unnamed: list[str] = []  # links and buttons without an accessible name
         self._in: list[str] = []  # what the text being read belongs to
+        self._naming: list[list] = []  # open links and buttons: [depth, description, name parts]
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
-        for key in ("id", "name"):
-            if a.get(key) and (key == "id" or tag == "a"):
-                self.ids.add(a[key])
+        if a.get("id"):
+            if a["id"] in self.ids:
+                self.repeated_ids.append(a["id"])
+            self.ids.add(a["id"])
+        if tag == "a" and a.get("name"):
+            self.ids.add(a["name"])
+        if tag == "html":
+            self.lang = a.get("lang") or ""
+        # Pygments' line anchors (<a id=x href=#x>, empty, one per code line) link to themselves:
+        # axe's link-name passes over them too
+        self_anchor = a.get("href") == f"#{a.get('id')}"
+        if (tag == "a" and a.get("href") and not self_anchor or tag == "button") and a.get("aria-hidden") != "true":
+            self._naming.append([len(self._in), f"<{tag} {a.get('href') or a.get('class') or ''}>",
+                                 [a.get("aria-label") or "", a.get("title") or ""]])
+        elif tag == "img" and self._naming:
+            self._naming[-1][2].append(a.get("alt") or "")
         if tag == "a" and a.get("href"):
             self.links.append(a["href"])
         if tag == "img":
@@ -69,8 +88,14 @@ class _Page(HTMLParser):
     def handle_endtag(self, tag):
         if self._in:
             self._in.pop()
+        if self._naming and self._naming[-1][0] == len(self._in):
+            _, what, parts = self._naming.pop()
+            if not "".join(parts).strip():
+                self.unnamed.append(what)
 
     def handle_data(self, data):
+        for frame in self._naming:
+            frame[2].append(data)
         if "title" in self._in:
             self.title += data
         if "header" in self._in:
@@ -169,6 +194,31 @@ def test_every_image_is_there_and_every_figure_has_chinese_alt_text(built_site):
     assert figures > 20, f"only {figures} images in articles: the parser misses them"
     assert not missing, missing
     assert not no_alt, no_alt
+
+
+def test_every_link_and_button_has_a_name_and_no_id_is_used_twice(built_site):
+    """What axe's rules read from a page's content, on every built page: the page's language,
+    a name for every link and button (its text, an image's alt, aria-label or title), and
+    ids used once."""
+    found = []
+    for url in NAV_URLS:
+        page = _read(built_site, url)
+        if page.lang != "zh":
+            found.append(f"{url}: <html lang={page.lang!r}>")
+        found += [f"{url}: unnamed {what}" for what in page.unnamed[:5]]
+        found += [f"{url}: id {i!r} used twice" for i in page.repeated_ids[:5]]
+    assert not found, "\n".join(found)
+
+
+def test_an_unnamed_link_and_a_repeated_id_are_found():
+    """The check sees an icon link with no name and an id used twice; a title or an alt names one."""
+    page = _Page()
+    page.feed('<html lang="zh"><body><a href="/x"><svg></svg></a><a href="/y" title="下一页"><svg></svg></a>'
+              '<a href="/z"><img src="a.png" alt="图"></a><button class="b"></button>'
+              '<h2 id="a">x</h2><p id="a">y</p></body></html>')
+    assert page.lang == "zh"
+    assert page.unnamed == ["<a /x>", "<button b>"]
+    assert page.repeated_ids == ["a"]
 
 
 CHAPTER_PAGE = re.compile(r"chapters/(\d\d)-[^/]+/(index|[a-z0-9-]+)\.md|notebooks/ch(\d\d)-")

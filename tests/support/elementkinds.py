@@ -1,9 +1,11 @@
-"""The kinds of element a page's article shows (tag, and tag.class for each class), read from the
-built HTML, and the fewest pages that together show every kind the site's articles use.
+"""The kinds of element a built page shows (tag, tag.class for each class, tag[attribute] for each
+attribute name), read from its HTML, and the fewest pages that together show every kind.
 
-Colours come from the theme's CSS by element kind; the pages choose only which kinds appear. So
-axe's colour rules, in both palettes (tests/browser/test_pages.py), run on this cover rather than
-on every page; its other rules run on every page.
+axe-core judges an element by its kind: its tag, its classes (which decide its colours through
+the theme's CSS) and which attributes it carries (role, aria-*, tabindex, alt, …). The pages only
+choose which kinds appear, and the values axe reads from the content (alt text, link and button
+names, ids) are checked on every built page without a browser (tests/site/test_built_pages.py).
+So axe runs, in both palettes, on this cover rather than on every page (tests/browser/test_pages.py).
 """
 
 from __future__ import annotations
@@ -13,29 +15,30 @@ from pathlib import Path
 
 START_TAG = re.compile(r"<([a-z][a-z0-9-]*)([^>]*)>")
 CLASS = re.compile(r'\bclass="([^"]*)"')
+ATTRIBUTE = re.compile(r"""\s([a-zA-Z_:][-a-zA-Z0-9_:.]*)(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+))?""")
 # KaTeX's inner spans (mord, vlist, …) take the text colour of the formula: one kind for all
 KATEX = re.compile(r'<span class="katex">.*?</annotation></semantics></math></span>', re.S)
 
 
-def article(html: str) -> str:
-    start = html.find('<article class="md-content__inner')
-    end = html.find("</article>", start)
-    return html[start:end] if start >= 0 and end >= 0 else ""
+def body(html: str) -> str:
+    start = html.find("<body")
+    return html[start:] if start >= 0 else html
 
 
 def element_kinds(html: str) -> set[str]:
     kinds = set()
-    for tag, attrs in START_TAG.findall(KATEX.sub('<span class="katex">', article(html))):
+    for tag, attrs in START_TAG.findall(KATEX.sub('<span class="katex">', body(html))):
         kinds.add(tag)
         m = CLASS.search(attrs)
         for cls in (m.group(1).split() if m else []):
             if not re.search(r"\d", cls):  # ids in classes (highlight line numbers) are not kinds
                 kinds.add(f"{tag}.{cls}")
+        kinds.update(f"{tag}[{name}]" for name in ATTRIBUTE.findall(attrs) if name != "class")
     return kinds
 
 
 def covering_pages(site: Path, urls: list[str]) -> list[str]:
-    """The fewest pages (greedy) whose articles together show every element kind of ``urls``."""
+    """The fewest pages (greedy) that together show every element kind of ``urls``."""
     kinds = {url: element_kinds((site / url / "index.html").read_text(encoding="utf-8")) for url in urls}
     left = set().union(*kinds.values())
     chosen = []
