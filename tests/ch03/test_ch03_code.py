@@ -65,6 +65,7 @@ def test_bad_input_names_argument_and_shapes(name, call, exc, parts):
         assert part in str(info.value), (part, str(info.value))
 
 
+@pytest.mark.slow  # every section of the page, each in a fresh interpreter
 def test_sections_run_by_themselves_in_page_order(tmp_path):
     """attention.py:imports+sdpa+checks, then softmax.py's sections, then additive.py's, as the page shows them."""
     att = dict(parse_sections(ROOT / "snippets" / "attention.py"))

@@ -161,6 +161,7 @@ def test_imports_section_holds_every_import(module):
             assert not imports, f"section {name!r} imports: {imports}"
 
 
+@pytest.mark.slow  # every section of every module, each in a fresh interpreter
 def test_all_sections_in_file_order_run_by_themselves(tmp_path):
     """Each module's sections in file order (after what its pages include first), plus its smoke checks."""
     programs = {}
