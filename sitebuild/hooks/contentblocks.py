@@ -101,6 +101,18 @@ def lead_count(html: str, blocks: list[tuple[int, int, str]], fold: int = FOLD) 
     return count
 
 
+def first_screen(html: str) -> str:
+    """The page up to the end of the article's first blocks that are always rendered
+    (:func:`lead_count`): what the browser lays out first. Every later block is
+    ``content-visibility: auto``, laid out only when it comes near the viewport."""
+    m = ARTICLE_OPEN.search(html)
+    if m is None:
+        return html
+    blocks, _ = top_level_blocks(html, m.end())
+    lead = lead_count(html, blocks)
+    return html[:blocks[lead - 1][1]] if lead else html[:m.end()]
+
+
 def style(lead: int) -> str:
     """The page's rule: its first ``lead`` blocks are always rendered. A forward ``:nth-child()``:
     appending a block does not change what it matches."""

@@ -36,17 +36,20 @@ from pathlib import Path
 from mkdocs.exceptions import PluginError
 from mkdocs.utils import get_relative_url
 
+from sitebuild.hooks.contentblocks import first_screen
+
 ROOT = Path(__file__).resolve().parents[2]
 KATEX = ROOT / "node_modules" / "katex"
 SCRIPT = Path(__file__).resolve().parent / "katex_render.mjs"
 TIMEOUT_S = 60.0
 CACHE_DIR = ROOT / ".cache" / "katex"  # .cache/ is git-ignored
-# KaTeX's fonts are font-display: block; the two every page needs first are preloaded, and so
-# is every other font the page's formulas use (fonts_used). Requested only when a formula that
-# needs it is laid out, a font arrived after the first paint, and its arrival made the browser
-# style and lay out again everything drawn so far: 0.1-0.25 s of a phone's main thread on the
-# formula-heavy pages (tools.fieldperf, with and without the preloads side by side, ch01 lstm
-# and ch04 推导, 3 loads each).
+# KaTeX's fonts are font-display: block. A page preloads the two every page needs first and every
+# other font that the formulas of its first screen use (fonts_used of contentblocks.first_screen):
+# a font that arrives after the first paint makes the browser lay out again what it has drawn.
+# A font used only further down is not preloaded: those blocks are content-visibility: auto, laid
+# out when the reader nears them, and a preload would take the slow network from the first
+# screen's stylesheets and fonts (tools/history.md, 2026-12-03: stock Lighthouse's LCP on the
+# formula-heavy pages 2.6-2.8 s with every font preloaded, 1.9-2.4 s with two).
 PRELOAD_FONTS = ("KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2")
 # The classes of KaTeX's HTML that select another of its fonts (katex.min.css's font-family rules).
 FONT_OF_CLASS = {
@@ -359,7 +362,7 @@ def on_post_page(output: str, page, config, **kwargs) -> str:
         links = "".join(
             f'<link rel="preload" href="{get_relative_url("assets/katex/fonts/" + font, page.url)}" '
             'as="font" type="font/woff2" crossorigin>'
-            for font in fonts_used(output)
+            for font in fonts_used(first_screen(output))
         )
         output = output.replace("</head>", links + "</head>", 1)
     return output

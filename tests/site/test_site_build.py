@@ -198,9 +198,10 @@ def test_bad_formula_fails_the_build_naming_page_and_formula(tiny_builds):
     assert "bad.md" in out and "\\frac{a}{b" in out and "KaTeX" in out
 
 
-def test_pages_preload_the_katex_fonts_their_formulas_select(built_site):
-    """fonts_used reads KaTeX's font classes; the built pages preload what their formulas need
-    (the browser side, fonts loaded = fonts preloaded: test_reader.py)."""
+def test_pages_preload_the_katex_fonts_their_first_screen_selects(built_site):
+    """fonts_used reads KaTeX's font classes; a built page preloads what the formulas of its first
+    screen need (contentblocks.first_screen), not the fonts only later formulas use."""
+    from sitebuild.hooks.contentblocks import first_screen
     from sitebuild.hooks.mathrender import fonts_used
 
     base = ["KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2"]
@@ -212,7 +213,8 @@ def test_pages_preload_the_katex_fonts_their_formulas_select(built_site):
                                        "KaTeX_Size2-Regular.woff2", "KaTeX_Size3-Regular.woff2"]
     page = (built_site / "chapters/02-architecture/derivation/index.html").read_text(encoding="utf-8")
     preloaded = re.findall(r'<link rel="preload" href="[^"]*/(KaTeX_[\w-]+\.woff2)" as="font"', page)
-    assert preloaded == fonts_used(page) and len(preloaded) > 2
+    assert preloaded == fonts_used(first_screen(page)) and len(preloaded) >= 2
+    assert set(fonts_used(page)) > set(preloaded), "the page's later formulas use fonts its first screen does not"
 
 
 def test_render_page_typesets_labels_notebooks_and_keeps_punctuation_on_the_line():
