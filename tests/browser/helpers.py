@@ -89,25 +89,39 @@ def new_context(browser, scheme: str = "light", viewport: dict | None = None, **
 
 
 class Recorder:
-    """Everything a page says on the side: console errors, failed loads, every request."""
+    """Everything a page says on the side: console errors, failed loads, every request.
+
+    Made before the page is sent to its URL. Only the requests of the document that URL loads
+    count: a tab that goes on from another page may still have that page's requests in flight,
+    or start new ones (a font for a block that the new viewport brings into view) until the
+    new document commits; they end during this visit, aborted.
+    """
 
     def __init__(self, page):
         self.console_errors: list[str] = []
         self.requests: list = []
         self.bad_responses: list[str] = []
         self._page = page
+        self._committed = False
         self._on = [
             (page, "console", self._console),
             (page, "pageerror", lambda exc: self.console_errors.append(f"pageerror: {exc}")),
-            (page.context, "request", lambda r: self.requests.append(r)),
+            (page, "framenavigated", self._navigated),
+            (page.context, "request", self._request),
             (page.context, "requestfailed", self._failed),
             (page.context, "response", self._response),
         ]
         for target, event, handler in self._on:
             target.on(event, handler)
 
-    # Only this visit's own requests count: the previous page's, still in flight when the tab
-    # moved on (a font it preloaded and never used), end during this visit, as aborted.
+    def _navigated(self, frame) -> None:
+        if frame == self._page.main_frame:
+            self._committed = True
+
+    def _request(self, request) -> None:
+        if self._committed or request.is_navigation_request():
+            self.requests.append(request)
+
     def _own(self, request) -> bool:
         return any(request is r for r in self.requests)
 
