@@ -198,6 +198,13 @@ def test_bad_formula_fails_the_build_naming_page_and_formula(tiny_builds):
     assert "bad.md" in out and "\\frac{a}{b" in out and "KaTeX" in out
 
 
+def test_no_page_links_into_a_file_the_build_excludes(_site_build):
+    """mkdocs only logs, at INFO even under --strict, a link into an excluded file (a chapter's
+    questions.md, which is included into its interview page): such a link is dead on the site."""
+    dead = [line for line in _site_build["log"].splitlines() if "excluded from the built site" in line]
+    assert not dead, "\n".join(dead[:10])
+
+
 def test_pages_preload_the_katex_fonts_their_first_screen_selects(built_site):
     """fonts_used reads KaTeX's font classes; a built page preloads what the formulas of its first
     screen need (contentblocks.first_screen), not the fonts only later formulas use."""

@@ -66,7 +66,7 @@ def render_markdown(data: dict, commit=commit_of) -> str:
     for entry in entries:
         page, _, anchor = entry["page"].partition("#")
         chapter = page.split("/")[1][:2]
-        where = f"[第 {chapter} 章{'（面试题）' if page.endswith('questions.md') else ''}]({page}{'#' + anchor if anchor else ''})"
+        where = f"[第 {chapter} 章{'（面试题）' if anchor.startswith('q-') else ''}]({page}{'#' + anchor if anchor else ''})"
         claim = (f"[{entry['claim']}]({claim_page(entry['claim'])}#{entry['claim']})" if entry.get("claim") else "—")
         lines += [
             f"### {entry['id']} {{#{entry['id']}}}",
