@@ -93,7 +93,7 @@ def render_table1(results: list[dict], out_dir: Path) -> None:
         eq = all(x["equal"] for x in fl["rows"] if x["layer"] == fk)
         flops_cell = f"{LAYERS[fk].text[0]} {'✓' if eq else '✗'}"
         seq_cell = _seq_cell(r, sk) if sk else ""
-        path_cell = "；".join(f"{pc.replace('dilated conv', '膨胀').replace('conv', '普通')}: {_path_cell(r, pc)}"
+        path_cell = "；".join(f"{pc.replace('dilated conv', '空洞').replace('conv', '普通')}: {_path_cell(r, pc)}"
                              if pc.startswith(("conv", "dilated")) else _path_cell(r, pc) for pc in pcs) if pcs else ("—" if sk else "")
         cells = [disp, p_cx, flops_cell, p_seq, seq_cell, p_path, path_cell]
         for x, _ in groups:
