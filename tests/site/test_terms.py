@@ -125,6 +125,18 @@ def test_first_use_links_point_at_a_page_that_uses_the_term():
     assert checked >= 100
 
 
+def test_each_term_has_one_row():
+    """The glossary is the one source for a term: a term in two rows gets two definitions and two
+    「首次出现」 (独热向量 once did)."""
+    lines = GLOSSARY.read_text(encoding="utf-8").splitlines()
+    rows = [cells[0] for line, after in zip(lines, lines[1:] + [""])
+            if line.startswith("|") and not after.startswith("|---")  # a table's header row
+            and len(cells := [c.strip() for c in line.strip("|").split("|")]) >= 4
+            and cells[0] and not set(cells[0]) <= set("-: ")]
+    twice = sorted({t for t in rows if rows.count(t) > 1})
+    assert len(rows) >= 100 and not twice, twice
+
+
 # One quote style in reader prose (review finding 34): Chinese corner quotes 「」, for Chinese
 # and English phrases alike. ASCII or curly double quotes stay only where they are syntax or
 # verbatim: code, math, HTML, attribute lists, link targets, admonition titles, block quotes.
