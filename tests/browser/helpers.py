@@ -126,7 +126,9 @@ class Recorder:
         return any(request is r for r in self.requests)
 
     def _failed(self, request) -> None:
-        if self._own(request):
+        # net::ERR_ABORTED is the browser cancelling a load itself (a page left while its font was
+        # in flight), never a file the site lacks: that is an HTTP 404, recorded in _response.
+        if self._own(request) and "ERR_ABORTED" not in (request.failure or ""):
             self.bad_responses.append(f"{request.url} ({request.failure})")
 
     def _response(self, response) -> None:
