@@ -48,8 +48,7 @@ CACHE_DIR = ROOT / ".cache" / "katex"  # .cache/ is git-ignored
 # a font that arrives after the first paint makes the browser lay out again what it has drawn.
 # A font used only further down is not preloaded: those blocks are content-visibility: auto, laid
 # out when the reader nears them, and a preload would take the slow network from the first
-# screen's stylesheets and fonts (tools/history.md, 2026-12-03: stock Lighthouse's LCP on the
-# formula-heavy pages 2.6-2.8 s with every font preloaded, 1.9-2.4 s with two).
+# screen's stylesheets and fonts (the A/B measurement: tools/history.md, 2026-12-03).
 PRELOAD_FONTS = ("KaTeX_Main-Regular.woff2", "KaTeX_Math-Italic.woff2")
 # The classes of KaTeX's HTML that select another of its fonts (katex.min.css's font-family rules).
 FONT_OF_CLASS = {
