@@ -17,9 +17,10 @@
 （零填充、−inf 掩码使 softmax 权重精确为 0），有依赖时对一般的随机权重非零。报告的 L
 满足：深度 L 时范数 > 0，深度 L−1 时范数恰为 0。
 
-理论值：注意力 1；受限注意力（半径 r，窗口 2r+1）⌈(n−1)/r⌉；因果卷积（核宽 k）
-⌈(n−1)/(k−1)⌉；空洞因果卷积（第 ℓ 层空洞率 k^ℓ）⌈log_k n⌉；RNN/LSTM n（单元应用次数，
-= 1 次读入 + n−1 次循环跳）。
+理论值：注意力 1；受限注意力（半径 w，窗口 2w+1）⌈(n−1)/w⌉；因果卷积（核宽 k）
+⌈(n−1)/(k−1)⌉；空洞因果卷积（第 ℓ 层空洞率 k^ℓ，ℓ = 0, 1, …）⌈log_k n⌉；RNN/LSTM n（单元应用次数，
+= 1 次读入 + n−1 次循环跳）。第一层就用空洞率 k 的空洞卷积（``dilated_conv_from_k``，ℓ = 1, …, N）
+感受野跨 k^{N+1}−k+1 个位置，但只到达偏移为 k 的倍数的位置（``reached_offsets``），所以没有路径长度。
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def theory(kind: str, n: int, *, radius: int = 1, kernel: int = 2) -> int:
         return ceil_log(n, kernel)
     if kind in ("rnn", "lstm"):
         return n
-    raise ValueError(f"kind={kind!r} 未知")
+    raise ValueError(f"kind={kind!r} 没有路径长度（未知，或像 dilated_conv_from_k 那样到不了每个位置）")
 
 
 def _stack_factory(kind: str, d: int, *, radius: int, kernel: int, device):
@@ -67,8 +68,9 @@ def _stack_factory(kind: str, d: int, *, radius: int, kernel: int, device):
             return make_layer("restricted", d, radius=radius, seed=ell, dtype=DTYPE, device=device)
         if kind == "conv":
             return make_layer("conv", d, kernel=kernel, seed=ell, dtype=DTYPE, device=device)
-        if kind == "dilated_conv":
-            return make_layer("conv", d, kernel=kernel, dilation=kernel ** ell, seed=ell,
+        if kind in ("dilated_conv", "dilated_conv_from_k"):
+            first = 0 if kind == "dilated_conv" else 1  # 第一层的空洞率是 k^first
+            return make_layer("conv", d, kernel=kernel, dilation=kernel ** (ell + first), seed=ell,
                               dtype=DTYPE, device=device)
         raise ValueError(f"kind={kind!r} 不是前馈层")
 
@@ -112,6 +114,7 @@ def measure_depth(kind: str, n: int, *, d: int = 4, radius: int = 1, kernel: int
     """测最小深度 L（见模块说明）。先倍增找到上界，再二分；最后核对 L 与 L−1。"""
     if n < 2:
         raise ValueError(f"n={n} 至少为 2")
+    expected = theory(kind, n, radius=radius, kernel=kernel)  # 未知的 kind（或没有路径长度的）先报错
     max_depth = max_depth or (2 * n + 2)
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(1, n, d, generator=g, dtype=DTYPE).to(device).requires_grad_(True)  # (1, n, d)
@@ -165,14 +168,14 @@ def measure_depth(kind: str, n: int, *, d: int = 4, radius: int = 1, kernel: int
     below = grad_norm(L - 1) if L > 1 else 0.0
     res = {
         "layer": kind, "n": n, "d": d, "depth": L,
-        "theory": theory(kind, n, radius=radius, kernel=kernel),
+        "theory": expected,
         "grad_norm_at_depth": evaluated[L], "grad_norm_below": below,
         "evaluated_depths": sorted(evaluated),
     }
     if kind in ("restricted",):
         res["radius"] = radius
         res["window"] = 2 * radius + 1
-    if kind in ("conv", "dilated_conv"):
+    if kind in ("conv", "dilated_conv", "dilated_conv_from_k"):
         res["kernel"] = kernel
     if recurrent:
         # n 轮同步计算应与顺序实现完全一致（不动点）
@@ -185,6 +188,19 @@ def measure_depth(kind: str, n: int, *, d: int = 4, radius: int = 1, kernel: int
         res["unit"] = "stacked layers"
     res["agrees"] = res["depth"] == res["theory"] and below == 0.0
     return res
+
+
+def reached_offsets(kind: str, n: int, depth: int, *, d: int = 4, kernel: int = 2, seed: int = 0) -> list[int]:
+    """堆叠 ``depth`` 层后，y_n 依赖哪些输入：偏移 n−j 使 ∂(u·y_n)/∂x_j ≠ 0（float64，精确为 0 即不依赖）。"""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(1, n, d, generator=g, dtype=DTYPE).requires_grad_(True)  # (1, n, d)
+    u = torch.randn(d, generator=g, dtype=DTYPE)
+    make = _stack_factory(kind, d, radius=1, kernel=kernel, device="cpu")
+    y = x
+    for ell in range(depth):
+        y = make(ell)(y)  # (1, n, d)
+    (gx,) = torch.autograd.grad((y[0, n - 1] * u).sum(), x)
+    return [n - 1 - j for j in range(n) if float(gx[0, j].abs().max()) > 0.0][::-1]
 
 
 # 图/表用的配置：(名字, kind, 关键字参数)

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from snippets.probes.paths import ceil_log, measure_depth
+from snippets.probes.paths import ceil_log, measure_depth, reached_offsets
 
 NS = [16, 33]  # 偶数与奇数（奇数检验上取整）
 
@@ -19,8 +19,10 @@ def _check(r):
     "ch01-c09",
     paper="§4 Table 1",
     title="卷积与空洞卷积连通两端所需的层数",
-    text="堆叠因果卷积时，让 y_n 依赖 x₁ 的最小层数：核宽 k 的普通卷积恰为 ⌈(n−1)/(k−1)⌉，"
-    "第 ℓ 层（ℓ = 0, …, L−1，第一层空洞率为 1）空洞率 k^ℓ 的空洞卷积恰为 ⌈log_k n⌉（float64 雅可比，L 层非零、L−1 层精确为 0）",
+    text="堆叠因果卷积时，让 y_n 依赖 x₁ 的最小层数：核宽 k 的普通卷积恰为 ⌈(n−1)/(k−1)⌉；"
+    "第 ℓ 层空洞率 k^ℓ 的空洞卷积，ℓ = 0, …, N−1（第一层空洞率为 1）时恰为 ⌈log_k n⌉，"
+    "（float64 雅可比，N 层非零、N−1 层精确为 0）；ℓ = 1, …, N（第一层空洞率为 k）时 N 层的感受野跨 "
+    "k^{N+1}−k+1 个位置，但 y_n 只依赖偏移为 k 的倍数的输入，所以到不了每个 x₁",
 )
 @pytest.mark.parametrize("n", NS)
 @pytest.mark.parametrize("k", [2, 3, 4])
@@ -31,6 +33,10 @@ def test_conv_depths(n, k):
     dilated = measure_depth("dilated_conv", n, kernel=k)
     _check(dilated)
     assert dilated["depth"] == ceil_log(n, k) == math.ceil(math.log(n, k) - 1e-12)
+    for N in (1, 2, 3):
+        span = k ** (N + 1) - k  # 最远的偏移：感受野 k^{N+1} − k + 1 个位置
+        expected = [m for m in range(0, min(span, n - 1) + 1, k)]
+        assert reached_offsets("dilated_conv_from_k", n, N, kernel=k) == expected, (N, k, n)
 
 
 @pytest.mark.claim(
