@@ -53,8 +53,26 @@ def test_every_page_is_a_page_of_the_site(data):
     """An entry's page is one the site builds (in the nav): not a file that is only included into
     another page, such as a chapter's questions.md, which the build excludes."""
     built = {src for _, src, _ in nav_pages()}
-    missing = [(e["id"], e["page"]) for e in data["entries"] if e["page"].split("#")[0] not in built]
+    missing = [(e["id"], place) for e in data["entries"] for place in [e["page"], *e.get("also", [])]
+               if place.split("#")[0] not in built]
     assert not missing, missing
+
+
+def test_entries_are_listed_by_date_then_chapter_and_name_every_place(data, tmp_path):
+    """The page says 「按日期排列，同一天的按章节顺序」; each entry's 位置 links its page and every
+    other place (``also``) where the same correction was made."""
+    errata.render_errata([], tmp_path)
+    page = (tmp_path / "errata.md").read_text(encoding="utf-8")
+    assert "按日期排列，同一天的按章节顺序" in page
+    by_id = {e["id"]: e for e in data["entries"]}
+    listed = [by_id[i] for i in re.findall(r"^### (\S+) \{#", page, flags=re.M)]
+    keys = [(e["date"], e["id"][:4]) for e in listed]
+    assert keys == sorted(keys), keys
+    assert any(e.get("also") for e in data["entries"])
+    for e in data["entries"]:
+        where = page.split(f"### {e['id']} ")[1].split("\n### ")[0].split("| 位置 | ")[1].split("\n")[0]
+        for place in [e["page"], *e.get("also", [])]:
+            assert f"]({place})" in where, (e["id"], place)
 
 
 def test_the_generated_page_lists_every_entry(data, tmp_path):

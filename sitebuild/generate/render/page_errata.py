@@ -15,6 +15,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from sitebuild.config import nav_pages
 from sitebuild.refpages import claim_page
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -60,13 +61,28 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ").strip()
 
 
-def render_markdown(data: dict, commit=commit_of) -> str:
-    entries = sorted(data["entries"], key=lambda e: e["date"])  # stable: same date keeps file order
+def _link(place: str, labels: dict[str, str]) -> str:
+    """``chapters/NN-x/page.md#anchor`` as a link named by the chapter and the page's nav label
+    (the glossary by its own)."""
+    page, _, anchor = place.partition("#")
+    label = labels.get(page, page.rsplit("/", 1)[-1])
+    if not page.startswith("chapters/"):
+        return f"[{label}]({place})"
+    question = "（面试题）" if anchor.startswith("q-") else ""
+    return f"[第 {page.split('/')[1][:2]} 章 · {label}{question}]({place})"
+
+
+def render_markdown(data: dict, commit=commit_of, labels: dict[str, str] | None = None) -> str:
+    if labels is None:
+        labels = {src: title.split(" ", 2)[-1] if src.endswith("/index.md") else title
+                  for title, src, _ in nav_pages()}
+    # by date, then chapter; entries of one chapter on one day keep their order in the file
+    entries = sorted(data["entries"], key=lambda e: (e["date"], e["id"][:4]))  # id: chNN-…
     lines = [f"共 {len(entries)} 条，按日期排列，同一天的按章节顺序。每条的编号是永久的，可以直接链接（`errata.md#编号`）。", ""]
     for entry in entries:
-        page, _, anchor = entry["page"].partition("#")
-        chapter = page.split("/")[1][:2]
-        where = f"[第 {chapter} 章{'（面试题）' if anchor.startswith('q-') else ''}]({page}{'#' + anchor if anchor else ''})"
+        where = _link(entry["page"], labels)
+        if entry.get("also"):
+            where += "；同样的更正也在 " + "、".join(_link(p, labels) for p in entry["also"])
         claim = (f"[{entry['claim']}]({claim_page(entry['claim'])}#{entry['claim']})" if entry.get("claim") else "—")
         lines += [
             f"### {entry['id']} {{#{entry['id']}}}",
