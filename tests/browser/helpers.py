@@ -200,18 +200,14 @@ def goto_ready_for_instant_navigation(page, url: str) -> None:
 SHOW_EVERYTHING_CSS = ".md-content__inner > * { content-visibility: visible !important; }"
 
 
-def show_everything(page) -> None:
-    """Render every block of the page; then a width change, so that page-init.js checks which
-    formulas and tables scroll sideways (it otherwise checks only those near the viewport)."""
-    if page.evaluate("() => !!document.getElementById('show-everything')"):
-        return
+def show_everything(page, width: dict) -> None:
+    """Render every block of the page, then lay it out at ``width`` (another width than the
+    current one): the width change makes page-init.js check which formulas and tables scroll
+    sideways, which it otherwise checks only near the viewport."""
+    assert width["width"] != page.viewport_size["width"], "a width change is what page-init.js reacts to"
     page.evaluate("""css => { const s = document.createElement('style'); s.id = 'show-everything';
                       s.textContent = css; document.head.append(s); }""", SHOW_EVERYTHING_CSS)
-    size = page.viewport_size
-    # Two resizes, each laid out before the next: a busy browser may otherwise deliver one
-    # resize event at the old width, which page-init.js ignores (a flaky axe finding).
-    set_width(page, {"width": size["width"] - 1, "height": size["height"]})
-    set_width(page, size)
+    set_width(page, width)
 
 
 # Text nodes under these are not prose: code, rendered math, scripts, the search UI.
@@ -514,9 +510,9 @@ class Site:
     One load per page (the suite runs on 2 shared cores and chapter pages are large), each worker
     in one tab that goes from page to page, as a reader does: the theme's scripts, styles and
     fonts come from the cache after the first page (a first visit's bytes are tested once, in
-    test_template.py). At 1280 px: the layout and the typesetting, and on the pages that show
-    every kind of element, axe's rules in the light palette, then its colour rules after the
-    reader's toggle to dark; then 390 px, for the layout.
+    test_template.py). At 390 px, then at 1280 px: the layout and the typesetting; then, on the
+    pages that show every kind of element, axe's rules in the light palette and its colour rules
+    after the reader's toggle to dark.
     """
 
     def __init__(self, browser, base_url: str, site_dir: Path, shared: Path | None = None,
@@ -606,21 +602,19 @@ class Site:
             page.set_viewport_size(DESKTOP)
             page.goto(self.url(path), wait_until="load")
             wait_for_page(page)
-            show_everything(page)  # axe's colour checks and the layout need painted blocks
+            # every block painted (the layout and axe's colour checks need them), first at 390 px
+            show_everything(page, MOBILE)
+            light = {"layout": {"mobile": layout(page)}, "typesetting": {"mobile": typesetting(page)}}
+            set_width(page, DESKTOP)
+            light["layout"]["desktop"] = layout(page)
+            light["typesetting"]["desktop"] = typesetting(page)
             covers = path in self.axe_pages()
-            light = {
-                "axe": run_axe(page) if covers else None,
-                "layout": {"desktop": layout(page)},
-                "typesetting": {"desktop": typesetting(page)},
-            }
+            light["axe"] = run_axe(page) if covers else None
             dark = {}
             if covers:
                 switch_palette(page, "dark")
                 dark = {"scheme": page.evaluate("document.body.getAttribute('data-md-color-scheme')"),
                         "axe": run_axe(page, AXE_COLOUR_RULES)}
-            set_width(page, MOBILE)
-            light["layout"]["mobile"] = layout(page)
-            light["typesetting"]["mobile"] = typesetting(page)
             # After axe and the palette switch, so that they are checked too.
             shared = {
                 "path": path,
