@@ -11,8 +11,10 @@ a character missed would cost a fallback glyph, so the set errs on the safe side
 
 from __future__ import annotations
 
+import hashlib
 import html
 import io
+import os
 import re
 from pathlib import Path
 
@@ -21,6 +23,8 @@ from fontTools.ttLib import TTFont
 
 FONTS = Path("assets") / "katex" / "fonts"
 TAG = re.compile(r"<[^>]*>")
+# a cut font per (font, characters): a build of unchanged pages cuts nothing (.cache/ is git-ignored)
+CACHE_DIR = Path(__file__).resolve().parents[2] / ".cache" / "katex-fonts"
 
 
 def site_characters(site_dir: Path) -> set[str]:
@@ -54,5 +58,13 @@ def on_post_build(config, **kwargs) -> None:
     if not fonts:
         return
     chars = site_characters(site_dir)
+    text = "".join(sorted(chars)).encode("utf-8")
     for path in fonts:
-        path.write_bytes(subset_font(path.read_bytes(), chars))
+        data = path.read_bytes()
+        cached = CACHE_DIR / f"{hashlib.sha256(data + text).hexdigest()[:24]}.woff2"
+        if not cached.is_file():
+            CACHE_DIR.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_suffix(f".{os.getpid()}.tmp")  # written whole, then renamed: builds may run at once
+            tmp.write_bytes(subset_font(data, chars))
+            tmp.replace(cached)
+        path.write_bytes(cached.read_bytes())
