@@ -294,8 +294,12 @@ def test_qk_norm_bounds_logits():
     d_k = 64
     q, k = rand(4, 10, d_k, seed=17), rand(4, 10, d_k, seed=18)
     for scale in (1.0, 30.0, 1000.0):
+        assert torch.allclose(qk_rmsnorm(scale * q).norm(dim=-1), torch.full((4, 10), math.sqrt(d_k), dtype=F64))
         s = attention_logits(qk_rmsnorm(scale * q), qk_rmsnorm(scale * k), "sqrt")
         assert s.abs().max().item() <= math.sqrt(d_k) + 1e-9
+    # 界是紧的：k = q 时取到 √d_k
+    tight = attention_logits(qk_rmsnorm(q), qk_rmsnorm(q), "sqrt").diagonal(dim1=-2, dim2=-1)
+    assert torch.allclose(tight, torch.full_like(tight, math.sqrt(d_k)))
     # 可学习的增益：上界随增益变化，增益放大 10 倍，最大 logit 恰放大 100 倍
     gamma_q, gamma_k = 1 + 0.5 * rand(d_k, seed=22), 1 + 0.5 * rand(d_k, seed=23)
     with_gain = attention_logits(qk_rmsnorm(q) * gamma_q, qk_rmsnorm(k) * gamma_k, "sqrt")

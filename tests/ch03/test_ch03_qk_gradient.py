@@ -16,11 +16,13 @@ from snippets.attention import scaled_dot_product_attention
 from snippets.experiments import qk_gradient
 from snippets.results import load_results
 from snippets.softmax import softmax_vjp, stable_softmax
+from tests.support.pages import assert_states, chapter
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "qk-gradient.json"
 ADDITIVE = ROOT / "results" / "additive-vs-dot.json"
 F64 = torch.float64
+PAGE = chapter("03") + "derivation-softmax.md"
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +73,9 @@ def test_unscaled_gradient_to_q_is_larger_until_dk_is_large(committed):
         assert r["ds_ratio"] < 0.01 and r["dq_ratio"] < 0.1, r
     for r in committed["runs"]:
         assert r["dk_ratio"] >= 1.0, r
+    # 页面上的句子与这些阈值一致
+    assert_states(PAGE, "d_k\\ge64时不缩放更小，d_k=1024时不到1/100", "d_k=16、64时反而大4倍以上",
+                  "d_k=256时与缩放相当", "d_k=1024时才整体缩小到1/10以下", "中位数都不小于缩放时")
 
 
 @pytest.mark.claim("ch03-qk-gradient-tail", paper="§3.2.1", results="results/qk-gradient.json",
@@ -84,6 +89,8 @@ def test_unscaled_gradient_is_heavy_tailed(committed):
         assert r["dq_tail_share_scaled"] < 0.40, r
     for r in runs_at(committed, 256):
         assert r["dq_starved_unscaled"] > 0.15, r
+    assert_states(PAGE, "分别占全部平方和的一半以上、四分之三以上、九成以上（缩放时不到40%）",
+                  "d_k=256时超过15%的查询收到的梯度不到缩放时中位数的1%")
 
 
 @pytest.mark.claim("ch03-init-scorer-grad", paper="§3.2.1", results="results/additive-vs-dot.json",
