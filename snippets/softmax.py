@@ -1,6 +1,6 @@
 """softmax 的数值与微分：第 03 章「缩放点积注意力」背后的代码。
 
-数值稳定的 softmax（减去最大值，log-sum-exp 技巧）、softmax 的雅可比矩阵、熵与温度、
+数值稳定的 softmax（减去最大值，log-sum-exp 技巧）、softmax 的雅可比矩阵与它的向量–雅可比积、熵与温度、
 注意力分数（logits）的三种缩放、带掩码的 softmax（整行被遮住时得 0，绝不是 NaN）、
 带 ignore_index 的交叉熵，以及 2024–26 年常见的几个改动：QK-norm、logit 软截断、
 注意力汇点（sink）与 fp8 量化。
@@ -71,6 +71,21 @@ def softmax_jacobian(z):
     p = stable_softmax(z)  # (..., n)
     return torch.diag_embed(p) - p.unsqueeze(-1) * p.unsqueeze(-2)  # (..., n, n)
 # --8<-- [end:jacobian]
+
+
+# --8<-- [start:vjp]
+def softmax_vjp(p, grad_p):
+    """softmax 的反向传播（向量–雅可比积）：∂L/∂s = J·∂L/∂p = p ⊙ (∂L/∂p − ⟨p, ∂L/∂p⟩)。
+
+    实现从不构造 n×n 的 J：每行只要一个内积，运算与内存都是 O(n)。
+    p = softmax(s)、grad_p = ∂L/∂p，形状都是 (..., n) → ∂L/∂s (..., n)。
+    """
+    _check_float("p", p)
+    _check_float("grad_p", grad_p)
+    if grad_p.shape != p.shape:
+        raise ValueError(f"grad_p must have p's shape: p {tuple(p.shape)}, grad_p {tuple(grad_p.shape)}")
+    return p * (grad_p - (p * grad_p).sum(dim=-1, keepdim=True))  # (..., n)
+# --8<-- [end:vjp]
 
 
 # --8<-- [start:entropy]

@@ -16,6 +16,7 @@ from snippets.softmax import (
     masked_softmax,
     soft_cap,
     softmax_jacobian,
+    softmax_vjp,
     stable_softmax,
 )
 from tests.support.copyrun import run_fresh
@@ -30,6 +31,8 @@ CASES = [
     ("softmax-empty", lambda: stable_softmax(R(3, 0)), ValueError, ["z is empty", "z (3, 0)"]),
     ("softmax-list", lambda: stable_softmax([1.0, 2.0]), TypeError, ["z must be a torch.Tensor", "list"]),
     ("jacobian-scalar", lambda: softmax_jacobian(torch.tensor(1.0)), ValueError, ["z must have at least 1 dims", "z ()"]),
+    ("vjp-shape", lambda: softmax_vjp(R(2, 5), R(2, 4)), ValueError, ["grad_p must have p's shape", "p (2, 5)", "grad_p (2, 4)"]),
+    ("vjp-int", lambda: softmax_vjp(R(2, 5), torch.ones(2, 5, dtype=torch.long)), TypeError, ["grad_p must be a floating-point", "grad_p (2, 5)"]),
     ("logits-dk", lambda: attention_logits(R(2, 5, 8), R(2, 7, 4)), ValueError, ["q (2, 5, 8)", "k (2, 7, 4)"]),
     ("logits-batch", lambda: attention_logits(R(2, 5, 8), R(3, 7, 8)), ValueError, ["q (2, 5, 8)", "k (3, 7, 8)"]),
     ("logits-dtype", lambda: attention_logits(R(2, 5, 8), R(2, 7, 8).double()), TypeError, ["k has dtype torch.float64", "q (2, 5, 8)"]),

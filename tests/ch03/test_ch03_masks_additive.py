@@ -24,7 +24,10 @@ from snippets.softmax import (
     stable_softmax,
 )
 
+from tests.support.pages import assert_states, chapter
+
 F64, F16 = torch.float64, torch.float16
+CH03 = chapter("03")
 
 
 def gen(seed: int) -> torch.Generator:
@@ -112,6 +115,49 @@ def test_left_padding_with_causal_mask():
     assert torch.isfinite(q.grad).all() and torch.isfinite(v.grad).all()
 
 
+@pytest.mark.claim("ch03-nan-next-layer", paper="§3.2.3",
+                   text="前向里 NaN 会跨层扩散：左侧补齐 + 因果掩码、朴素 −inf 写法、带残差的两层自注意力，第一层只有补齐行是 NaN，第二层所有位置（包括真实词元）都是 NaN（被遮住的键权重为 0，但 0·NaN = NaN）；本书的写法两层都有限")
+def test_nan_rows_poison_real_tokens_in_the_next_layer():
+    n, d = 5, 8
+    key_ok = torch.arange(n) >= 2  # 一句话，左侧补 2 个
+    mask = causal_mask(n) & key_ok[None, :]  # (n, n)：补齐位置的两行整行被遮住
+    x = rand(1, n, d, seed=24)
+
+    def naive(h):  # 丢掉本书约定的写法：−inf 掩码之后直接 softmax
+        s = attention_logits(h, h).masked_fill(~mask, float("-inf"))
+        return torch.softmax(s, dim=-1) @ h
+
+    def layer(h, attn):
+        return h + attn(h)  # 残差连接
+
+    h1 = layer(x, naive)
+    assert torch.isnan(h1[0, :2]).all() and torch.isfinite(h1[0, 2:]).all()  # 第一层：只有补齐行
+    h2 = layer(h1, naive)
+    assert torch.isnan(h2).all(dim=-1).all()  # 第二层：真实词元也是 NaN
+    mine = lambda h: scaled_dot_product_attention(h, h, h, mask)[0]
+    assert torch.isfinite(layer(layer(x, mine), mine)).all()
+
+
+@pytest.mark.claim("ch03-mask-polarity", paper="§3.2.3",
+                   text="布尔掩码的含义在 PyTorch 的接口之间相反：F.scaled_dot_product_attention 的 True = 参与注意力（与本书相同），nn.MultiheadAttention 的 attn_mask / key_padding_mask 里 True = 忽略；把同一个掩码原样传过去，遮住的恰好反了")
+def test_boolean_mask_means_opposite_things_in_two_pytorch_apis():
+    n, d = 6, 8
+    x = rand(1, n, d, seed=25)
+    keep = causal_mask(n)  # True = 可以看
+    ours, _ = scaled_dot_product_attention(x, x, x, keep)
+    ref = torch.nn.functional.scaled_dot_product_attention(x, x, x, attn_mask=keep)
+    assert (ours - ref).abs().max().item() < 1e-12  # 同一个约定
+    mha = torch.nn.MultiheadAttention(d, 1, batch_first=True, bias=False).double()
+    _, w_right = mha(x, x, x, attn_mask=~keep)  # True = 忽略：要取反
+    assert torch.equal(w_right[0][~keep], torch.zeros_like(w_right[0][~keep]))
+    past = keep.clone().fill_diagonal_(False)  # 严格的过去；对角线留给每行一个可看的键，免得最后一行整行被遮住
+    _, w_wrong = mha(x, x, x, attn_mask=past)  # 本书的掩码不取反就交过去
+    assert torch.equal(w_wrong[0][past], torch.zeros_like(w_wrong[0][past]))  # 本该看的过去被遮住
+    assert (w_wrong[0][~keep] > 0).all()  # 本该遮住的未来被看见
+    _, w_kpm = mha(x, x, x, key_padding_mask=torch.tensor([[False] * 4 + [True] * 2]))  # True = 补齐，忽略
+    assert torch.equal(w_kpm[0][:, 4:], torch.zeros(n, 2, dtype=F64))
+
+
 @pytest.mark.claim("ch03-key-query-padding", paper="§3.2.3",
                    text="键填充掩码 (B, 1, n) 让真实查询的输出与补齐内容无关，但补齐位置的查询仍有非零输出；再加查询填充掩码 (B, n, 1) 后这些行恰为 0")
 def test_key_padding_vs_query_padding():
@@ -165,6 +211,11 @@ def test_flop_counts_equal_closed_forms():
             scaled_dot_product_attention(qd, kd, v)
         dot = attention_cost("dot", batch, n_q, n_k, d_h, d_h, d_h, d_v)
         assert fc.get_total_flops() == dot["matmul"] == 2 * batch * n_q * n_k * (d_h + d_v)
+    # 页面上的两个倍数：n = 4096、d = 64 时加性比点积多多少（连逐元素运算；只数矩阵乘法）
+    add, dot = attention_cost("additive", 1, 4096, 4096, 64, 64, 64, 64), attention_cost("dot", 1, 4096, 4096, 64, 64, 64, 64)
+    total = (add["matmul"] + add["elementwise"]) / (dot["matmul"] + dot["elementwise"])
+    assert_states(CH03 + "derivation.md", f"总数约为点积的{total:.2f}倍", f"只数矩阵乘法约为{add['matmul'] / dot['matmul']:.2f}倍")
+    assert_states(CH03 + "questions.md", f"约{total:.1f}倍")
 
 
 @pytest.mark.claim("ch03-additive-memory", paper="§3.2.1",
@@ -188,6 +239,20 @@ def test_largest_saved_activation():
     assert saved == dot_cost["score_elements"] == batch * n * n
 
 
+@pytest.mark.claim("ch03-inner-product-retrieval", paper="§3.2.1",
+                   text="4 维空间里 16 个标准正态点，按内积挑「最像自己」的点只有约 56% 挑中自己，加上 −½‖k‖²（最近邻）是 100%，16 维时内积约 99%：点积在 d_k = 4 时输给加性注意力，原因是双线性，不是宽度")
+def test_inner_product_prefers_long_keys_over_self():
+    rate = {}
+    for d in (4, 16):
+        y = rand(20_000, 16, d, seed=50 + d)  # 每个样本 16 个点，既是查询也是键
+        s = attention_logits(y, y, "none")  # (20000, 16, 16)
+        rate[d] = (s.argmax(-1) == torch.arange(16)).double().mean().item()
+        nearest = s - 0.5 * y.pow(2).sum(-1).unsqueeze(-2)  # q·k − ½‖k‖²：与 −½‖q − k‖² 只差一个与 k 无关的项
+        assert (nearest.argmax(-1) == torch.arange(16)).all()
+    assert 0.5 < rate[4] < 0.62 and rate[16] > 0.98, rate
+    assert_states(CH03 + "code.md", f"只有{100 * rate[4]:.0f}%挑中自己", f"16维时内积也有{100 * rate[16]:.0f}%")
+
+
 @pytest.mark.claim("ch03-additive-mask-convention", paper="§3.2.1",
                    text="additive_attention 与 sdpa 共用掩码约定：遮住处权重恰为 0，其余每行和为 1；不带偏置时与论文公式 vᵀtanh(W_q q + W_k k) 逐元素相符")
 def test_additive_attention_matches_formula_and_mask_convention():
@@ -207,28 +272,42 @@ def test_additive_attention_matches_formula_and_mask_convention():
 
 
 @pytest.mark.claim("ch03-shared-qk-symmetric", paper="§3.2.2",
-                   text="Q、K 共用一个投影 W 时分数矩阵 (XW)(XW)ᵀ 对称（float64 下差 < 1e-12）、对角线非负；各用一个投影时明显不对称")
+                   text="Q、K 共用一个投影 W 时分数矩阵 (XW)(XW)ᵀ 对称（float64 下差 < 1e-12）、对角线非负、半正定：|s_ij| ≤ √(s_ii·s_jj)；各用一个投影时明显不对称")
 def test_shared_projection_makes_scores_symmetric():
     x = rand(3, 10, 16, seed=14)
     w, w_k = rand(16, 8, seed=15), rand(16, 8, seed=16)
     shared = attention_logits(x @ w, x @ w)
     assert (shared - shared.transpose(-1, -2)).abs().max().item() < 1e-12  # 只差浮点舍入
-    assert (torch.diagonal(shared, dim1=-2, dim2=-1) >= 0).all()
+    diag = torch.diagonal(shared, dim1=-2, dim2=-1)  # (3, 10)
+    assert (diag >= 0).all()
+    # 格拉姆矩阵：|s_ij| ≤ √(s_ii s_jj)，半正定
+    assert (shared.abs() <= (diag.unsqueeze(-1) * diag.unsqueeze(-2)).sqrt() + 1e-12).all()
+    assert torch.linalg.eigvalsh(shared).min().item() > -1e-9
     separate = attention_logits(x @ w, x @ w_k)
     assert (separate - separate.transpose(-1, -2)).abs().max().item() > 0.5
 
 
 # ---------------------------------------------------------------------------- 2026
 @pytest.mark.claim("ch03-qk-norm", paper="§3.2.1",
-                   text="QK-norm（对 q、k 做 RMSNorm）之后，无论输入放大多少倍，|q·k|/√d_k ≤ √d_k；不归一化时 logits 随输入尺度平方增长")
+                   text="QK-norm（不带增益的 RMSNorm）之后，无论输入放大多少倍，|q·k|/√d_k ≤ √d_k（柯西–施瓦茨）；带增益 γ_q、γ_k 时上界是 √d_k·max|γ_q|·max|γ_k|，随增益增长；不归一化时 logits 对输入是双线性的，放大 30 倍恰为 900 倍（恒等式）")
 def test_qk_norm_bounds_logits():
     d_k = 64
     q, k = rand(4, 10, d_k, seed=17), rand(4, 10, d_k, seed=18)
     for scale in (1.0, 30.0, 1000.0):
+        assert torch.allclose(qk_rmsnorm(scale * q).norm(dim=-1), torch.full((4, 10), math.sqrt(d_k), dtype=F64))
         s = attention_logits(qk_rmsnorm(scale * q), qk_rmsnorm(scale * k), "sqrt")
         assert s.abs().max().item() <= math.sqrt(d_k) + 1e-9
+    # 界是紧的：k = q 时取到 √d_k
+    tight = attention_logits(qk_rmsnorm(q), qk_rmsnorm(q), "sqrt").diagonal(dim1=-2, dim2=-1)
+    assert torch.allclose(tight, torch.full_like(tight, math.sqrt(d_k)))
+    # 可学习的增益：上界随增益变化，增益放大 10 倍，最大 logit 恰放大 100 倍
+    gamma_q, gamma_k = 1 + 0.5 * rand(d_k, seed=22), 1 + 0.5 * rand(d_k, seed=23)
+    with_gain = attention_logits(qk_rmsnorm(q) * gamma_q, qk_rmsnorm(k) * gamma_k, "sqrt")
+    assert with_gain.abs().max().item() <= math.sqrt(d_k) * gamma_q.abs().max() * gamma_k.abs().max()
+    grown = attention_logits(qk_rmsnorm(q) * 10 * gamma_q, qk_rmsnorm(k) * 10 * gamma_k, "sqrt")
+    assert abs(grown.abs().max().item() / with_gain.abs().max().item() - 100) < 1e-9
     grow = attention_logits(30 * q, 30 * k).abs().max() / attention_logits(q, k).abs().max()
-    assert abs(grow.item() - 900) < 1e-6
+    assert abs(grow.item() - 900) < 1e-6  # 双线性：一个恒等式，不是对模型的测量
 
 
 @pytest.mark.claim("ch03-softcap", paper="§3.2.1",

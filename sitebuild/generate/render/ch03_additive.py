@@ -2,7 +2,8 @@
 
 - additive-vs-dot.svg  上下两幅折线图（手机宽度）：横轴 d_k（对数刻度），纵轴是第 early_step 步与训练结束时的
                        测试准确率（各种子的均值，竖线是最小值到最大值）；四种打分方式各一条线
-- additive-vs-dot.md   同样的数字，外加初始化时与训练后进入 softmax 的 logits 标准差、初始最大注意力权重
+- additive-vs-dot.md   同样的数字，外加初始化时与训练后进入 softmax 的 logits 标准差、初始最大注意力权重，
+                       以及第一步打分参数的梯度范数（runs[*].init.scorer_grad_norm，各种子的均值）
 
 没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
 """
@@ -71,6 +72,12 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def scorer_grad_norm_mean(r: dict, mechanism: str, d_k: int) -> float:
+    """第一步（初始化时）打分参数梯度范数的种子均值：summary 里没有，从 runs 里算。"""
+    vals = [run["init"]["scorer_grad_norm"] for run in r["runs"] if (run["mechanism"], run["d_k"]) == (mechanism, d_k)]
+    return sum(vals) / len(vals)
+
+
 def render_table(results: list[dict], out_dir: Path) -> None:
     r = _pick(results)
     if r is None:
@@ -78,17 +85,20 @@ def render_table(results: list[dict], out_dir: Path) -> None:
         return
     cfg = r["config"]
     head = ["d_k", "打分方式", f"第 {cfg['early_step']} 步准确率", "最终准确率（最小–最大）",
-            "初始 logits 标准差", "初始最大权重", "训练后 logits 标准差"]
+            "初始 logits 标准差", "初始最大权重", "第一步打分参数梯度范数", "训练后 logits 标准差"]
     rows = []
     for s in sorted(r["summary"], key=lambda s: (s["d_k"], cfg["mechanisms"].index(s["mechanism"]))):
+        grad0 = scorer_grad_norm_mean(r, s["mechanism"], s["d_k"])
         rows.append([s["d_k"], LABELS[s["mechanism"]], _pct(s["early_accuracy_mean"]),
                      f"{_pct(s['accuracy_mean'])}（{_pct(s['accuracy_min'])}–{_pct(s['accuracy_max'])}）",
-                     f"{s['init_logit_std_mean']:.2f}", f"{s['init_max_weight_mean']:.2f}",
+                     f"{s['init_logit_std_mean']:.2f}", f"{s['init_max_weight_mean']:.2f}", f"{grad0:.3f}",
                      f"{s['final_logit_std_mean']:.2f}"])
     t = r["task"]
     setup = (f"任务：{t['n_pairs']} 对键–值，键 ∈ ℝ^{t['d_in']}，{t['n_classes']} 个类别；"
              f"{cfg['optimizer']}，学习率 {cfg['lr']}，批大小 {cfg['batch_size']}，{cfg['steps']} 步，"
-             f"种子 {cfg['seeds']}，测试集 {cfg['eval_size']} 个样本；单线程 CPU。\n\n")
+             f"种子 {cfg['seeds']}，测试集 {cfg['eval_size']} 个样本；单线程 CPU。"
+             f"「第一步打分参数梯度范数」：初始化时第一个训练批上，打分部分的参数（点积的 W_q、W_k，"
+             f"加性注意力的全部参数）的梯度 L2 范数。\n\n")
     write_text(out_dir, MD, setup + md_table(head, rows) + "\n" + md_caption(r))
 
 

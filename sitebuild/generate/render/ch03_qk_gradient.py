@@ -1,0 +1,64 @@
+"""第 03 章：去掉 1/√d_k 时传回 Q、K 的梯度，results/qk-gradient.json → docs/generated/qk-gradient.md。
+
+一张表，每个 d_k 一行：不缩放/缩放时 ‖∂L/∂s‖、‖∂L/∂q‖、‖∂L/∂k‖ 中位数之比（各种子的均值，括号里最小–最大），
+‖∂L/∂q‖² 最大的 10% 的查询所占的份额（缩放 / 不缩放），以及不缩放时几乎收不到信号的查询比例。
+
+没有结果文件时写一行说明。同样的输入得到逐字节相同的文件。
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sitebuild.generate.render._style import NO_RESULTS, md_caption, md_table, of_kind, write_text
+
+KIND = "qk-gradient"
+MD = "qk-gradient.md"
+
+
+def _pick(results: list[dict]) -> dict | None:
+    """优先 full 预设，其次 quick；tiny 只用于测试，不上页面。"""
+    mine = [r for r in of_kind(results, KIND) if r.get("preset") != "tiny"]
+    mine.sort(key=lambda r: (r.get("preset") != "full", r.get("_file", "")))
+    return mine[0] if mine else None
+
+
+def _ratio(x: float) -> str:
+    return f"{x:.3f}" if x < 0.1 else f"{x:.2f}"
+
+
+def _span(s: dict, key: str, fmt) -> str:
+    if s["n_seeds"] == 1:
+        return fmt(s[f"{key}_mean"])
+    return f"{fmt(s[f'{key}_mean'])}（{fmt(s[f'{key}_min'])}–{fmt(s[f'{key}_max'])}）"
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%" if x >= 0.01 else f"{100 * x:.1f}%"
+
+
+def render_table(results: list[dict], out_dir: Path) -> None:
+    r = _pick(results)
+    if r is None:
+        write_text(out_dir, MD, NO_RESULTS)
+        return
+    cfg = r["config"]
+    tail = _pct(cfg["tail"])
+    head = ["d_k", "‖∂L/∂s‖ 之比", "‖∂L/∂q‖ 之比", "‖∂L/∂k‖ 之比",
+            f"前 {tail} 的查询占 ‖∂L/∂q‖² 的份额（缩放 → 不缩放）",
+            f"不缩放时 ‖∂L/∂q‖ 不到缩放中位数 {_pct(cfg['starved'])} 的查询"]
+    rows = []
+    for s in sorted(r["summary"], key=lambda s: s["d_k"]):
+        rows.append([s["d_k"], _span(s, "ds_ratio", _ratio), _span(s, "dq_ratio", _ratio),
+                     _span(s, "dk_ratio", _ratio),
+                     f"{_pct(s['dq_tail_share_scaled_mean'])} → {_pct(s['dq_tail_share_unscaled_mean'])}",
+                     _pct(s["dq_starved_unscaled_mean"])])
+    rows_per_seed = cfg["groups"] * cfg["n_q"]
+    setup = (f"「之比」= 不缩放时的中位数 ÷ 缩放时的中位数（同一批 q、k、v 与上游梯度），"
+             f"{len(cfg['seeds'])} 个种子的均值，括号里是最小–最大。"
+             f"初始化时：q、k、v 与上游梯度 ∂L/∂o 的分量独立标准正态，每组 {cfg['n_q']} 个查询、"
+             f"{cfg['n_k']} 个键，d_v = {cfg['d_v']}，每个种子 {rows_per_seed} 个查询；{cfg['dtype']}，单线程 CPU。\n\n")
+    write_text(out_dir, MD, setup + md_table(head, rows) + "\n" + md_caption(r))
+
+
+RENDERERS = [render_table]
