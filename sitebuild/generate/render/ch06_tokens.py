@@ -1,7 +1,8 @@
 """第 06 章的图表：results/embedding-scale.json 与 results/vocab-sweep.json → docs/generated/。
 
-- embedding-scale.svg  三种初始化的训练损失曲线（各种子的均值，对数纵轴）
-- embedding-scale.md   每种初始化：嵌入/位置编码范数之比、初始 logits 标准差、初始与最终损失、贪心准确率
+- embedding-scale.svg  各种初始化的训练损失曲线（各种子的均值，对数纵轴）
+- embedding-scale.md   每种初始化：嵌入/位置编码范数之比、初始 logits（当前输入词元那一列与其余各列分开）、
+                       argmax 是当前输入词元的位置占比、初始与最终损失、贪心准确率
 - bpe-agreement.md     从零写的 BPE 与 tokenizers 库：合并列表是否逐条相同、并列步数、编码与还原
 - vocab-sweep.svg      词表大小与每句平均词元数：英文、中文，字符级基本符号与字节级基本符号
 - vocab-sweep.md       同样的数字，外加每句的字符数、UTF-8 字节数、空格分隔的词数
@@ -17,18 +18,21 @@ from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, PALETTE, le
                                     new_figure, of_kind, placeholder_svg, save_svg, series_style, write_text)
 
 INIT_LABELS = {
-    "t2t": "N(0, 1/d) 且 ×√d（tensor2tensor）",
-    "unit": "N(0, 1) 且 ×√d（nn.Embedding 默认）",
-    "unit-noscale": "N(0, 1)，不乘 √d",
+    "t2t": "共享，N(0, 1/d) 且 ×√d（tensor2tensor）",
+    "unit": "共享，N(0, 1) 且 ×√d（nn.Embedding 默认）",
+    "unit-noscale": "共享，N(0, 1)，不乘 √d",
+    "unit-untied": "不共享：输入 N(0, 1) 且 ×√d，输出 N(0, 1/d)",
+    "t2t-untied": "不共享：输入 N(0, 1/d) 且 ×√d，输出 N(0, 1/d)",
 }
 LANG_LABELS = {"en": "英文", "zh": "中文"}
 CORPUS_LABELS = {"en": "英文 81 句", "zh": "中文 81 句", "tiefree": "无并列语料（英文词表）"}
 
 
 def _pick(results: list[dict], kind: str) -> dict | None:
-    """优先 full 预设，其次 quick；tiny 只用于测试，不上页面。"""
-    mine = [r for r in of_kind(results, kind) if r.get("preset") != "tiny"]
-    mine.sort(key=lambda r: (r.get("preset") != "full", r.get("_file", "")))
+    """优先 long 预设（种子最多），其次 full、quick；tiny 只用于测试，不上页面。"""
+    order = {"long": 0, "full": 1, "quick": 2}
+    mine = [r for r in of_kind(results, kind) if r.get("preset") in order]
+    mine.sort(key=lambda r: (order[r["preset"]], r.get("_file", "")))
     return mine[0] if mine else None
 
 
@@ -57,17 +61,20 @@ def render_scale_table(results: list[dict], out_dir: Path) -> None:
     if r is None:
         write_text(out_dir, "embedding-scale.md", NO_RESULTS)
         return
-    head = ["共享矩阵的初始化", "嵌入/位置编码范数比", "初始 logits 标准差", "初始损失", "最终训练损失",
-            "贪心逐词准确率（最小–最大）"]
+    head = ["嵌入的初始化", "嵌入/位置编码范数比", "初始 logits 标准差", "当前输入词元的 logit（均值）",
+            "其余 logits 的标准差", "argmax = 当前输入词元", "初始损失", "最终训练损失", "贪心逐词准确率（最小–最大）"]
     rows = [[INIT_LABELS[s["init"]], f"{s['emb_pe_ratio_mean']:.2f}", f"{s['init_logit_std_mean']:.1f}",
+             f"{s['init_self_logit_mean_mean']:.1f}", f"{s['init_other_logit_std_mean']:.2f}",
+             f"{100 * s['init_argmax_is_input_mean']:.1f}%",
              f"{s['init_loss_mean']:.1f}", f"{s['final_loss_mean']:.3f}",
              f"{100 * s['accuracy_mean']:.1f}%（{100 * s['accuracy_min']:.1f}%–{100 * s['accuracy_max']:.1f}%）"]
             for s in r["summary"]]
     t, c = r["task"], r["config"]
     setup = (f"任务：倒序，{t['vocab_size'] - 2} 个符号，长度 {t['seq_len']}；d_model = {t['d_model']}，"
-             f"{t['num_layers']} 层，{t['num_heads']} 头，post-LN，三处共享；{c['optimizer']}，学习率 {c['lr']}，"
-             f"批大小 {c['batch_size']}，{c['steps']} 步，种子 {c['seeds']}；准确率在 {c['eval_sequences']} 条新序列上贪心解码；"
-             f"单线程 CPU。\n\n")
+             f"{t['num_layers']} 层，{t['num_heads']} 头，post-LN；{c['optimizer']}，学习率 {c['lr']}，"
+             f"批大小 {c['batch_size']}，{c['steps']} 步，每种 {len(c['seeds'])} 个种子 {c['seeds']}；"
+             f"初始 logits 在 256 条序列的每个解码位置上统计（各种子的均值）；"
+             f"准确率在 {c['eval_sequences']} 条新序列上贪心解码；单线程 CPU。\n\n")
     write_text(out_dir, "embedding-scale.md", setup + md_table(head, rows) + "\n" + md_caption(r))
 
 
