@@ -65,7 +65,7 @@ def render_scale_table(results: list[dict], out_dir: Path) -> None:
     head = ["嵌入的初始化", "嵌入/位置编码范数比", "初始 logits 标准差", "当前输入词元的 logit（均值）",
             "其余 logits 的标准差", "argmax = 当前输入词元", "初始损失", "最终训练损失", "贪心逐词准确率（最小–最大）"]
     rows = [[INIT_LABELS[s["init"]], f"{s['emb_pe_ratio_mean']:.2f}", f"{s['init_logit_std_mean']:.1f}",
-             f"{s['init_self_logit_mean_mean']:.1f}", f"{s['init_other_logit_std_mean']:.2f}",
+             f"{round(s['init_self_logit_mean_mean'], 1) + 0.0:.1f}", f"{s['init_other_logit_std_mean']:.2f}",
              f"{100 * s['init_argmax_is_input_mean']:.1f}%",
              f"{s['init_loss_mean']:.1f}", f"{s['final_loss_mean']:.3f}",
              f"{100 * s['accuracy_mean']:.1f}%（{100 * s['accuracy_min']:.1f}%–{100 * s['accuracy_max']:.1f}%）"]
