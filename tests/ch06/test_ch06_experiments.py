@@ -78,6 +78,7 @@ def test_init_scale_measured(scale):
     assert s["t2t"]["init_loss_mean"] > 2 * ln_v
     assert all(s[init]["init_loss_mean"] < 1.25 * ln_v for init in UNTIED)
     assert_states(CH06 + "code.md", rf"\ln {vocab}\approx{ln_v:.2f}", rf"\sqrt d={math.isqrt(d)}")
+    assert_states(CH06 + "derivation.md", rf"\ln {vocab}\approx{ln_v:.2f}")
 
 
 @pytest.mark.claim("ch06-init-scale-result", paper="§3.4", results="results/embedding-scale-long.json",
@@ -129,7 +130,7 @@ def test_tokens_fall_as_vocabulary_grows(sweep):
     assert sum(lengths[-1]) / len(held) == pytest.approx(en[100]["tokens_mean"], abs=1e-12)  # 与结果文件一致
 
 
-@pytest.mark.claim("ch06-heldout-unseen", paper="§5.1", results="results/vocab-sweep.json",
+@pytest.mark.claim("ch06-heldout-unseen", paper="§5.1", results="results/vocab-sweep.json", title="留出句子里没见过的字",
                    text="留出的 21 句中文里有 100 种以上的字符在训练的 60 句里没出现过，英文不到 10 种")
 def test_heldout_sentences_hold_unseen_characters(sweep):
     unseen = {s["lang"]: s["heldout_unseen_chars"] for s in sweep["sweeps"]}
