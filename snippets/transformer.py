@@ -97,8 +97,9 @@ class TokenEmbedding(nn.Module):
         self.vocab_size = vocab_size
         self.d_model = d_model
         self.scale = math.sqrt(d_model) if scale_embedding else 1.0
-        # 初始化为 N(0, 1/d_model)：乘 √d_model 后每维方差约为 1，和位置编码同一量级；
-        # 权重共享时，作为输出投影也给出方差约为 1 的 logits
+        # 初始化为 N(0, 1/d_model)：乘 √d_model 后每维方差约为 1，和位置编码同一量级。
+        # 权重共享时它也是输出投影：与当前输入词元无关的 logits 方差约为 1；但残差流里留着
+        # 当前输入词元 y 的 √d·e_y，第 y 列的 logit 约为 c·√d（c ≤ 1），初始时 argmax 就是 y
         self.weight = nn.Parameter(torch.randn(vocab_size, d_model) / math.sqrt(d_model))
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:

@@ -5,9 +5,12 @@
 1. 对照：在三份语料上分别用 snippets.bpe.bpe_train 与 Hugging Face tokenizers 的 BpeTrainer
    （同样的 Metaspace 预切分）学同样多条合并，记录两份合并列表从第几条开始不同（没有不同记 null）、
    学习过程中有多少步的最高次数出现并列，以及每个句子编码再解码是否逐字符还原。
-2. 扫描：每种语言学一次 max_merges 条合并；合并是按顺序学的，前 k 条就是「只学 k 条」的结果，
-   所以用前 k 条编码每个句子，得到词表大小 = 基本字符数 + k 时的平均词元数。
-   另用 tokenizers 的字节级 BPE（GPT-2 的做法：基本符号是 256 个字节）在同样多条合并下量一次。
+2. 扫描：把每种语言的句子分成训练部分与留出部分（第 0、4、8……句留出，共 21 句；其余 60 句训练），
+   只在训练部分上学一次 max_merges 条合并；合并是按顺序学的，前 k 条就是「只学 k 条」的结果，
+   所以用前 k 条编码每个句子，得到词表大小 = 基本字符数 + k 时的平均词元数，留出句子（主要读数）与
+   训练句子（样本内，对照）分开记。在训练句子上，每条合并按构造至少减少一个词元，所以样本内的
+   下降不说明什么；留出句子上下降多少才是测量。
+   另用 tokenizers 的字节级 BPE（GPT-2 的做法：基本符号是 256 个字节）在同样的训练句子、同样多条合并下量一次。
 
 运行：python -m snippets.experiments.vocab_sweep --preset full   （CPU，单线程）
 """
@@ -32,6 +35,7 @@ SEED = 0
 DATA = Path(__file__).resolve().parents[1] / "data"
 CORPORA = {"en": "corpus_en.txt", "zh": "corpus_zh.txt", "tiefree": "tiefree_en.txt"}
 TIEFREE_MERGES = 50  # 与 snippets/data/make_tiefree.py 相同：tiefree_en.txt 的前 50 次合并没有并列
+HELDOUT_EVERY = 4    # 扫描时第 0、4、8……句留出，不参与学合并
 
 PRESETS = {
     "tiny": {"merge_grid": [0, 20, 40], "agree_merges": {"en": 40, "zh": 40, "tiefree": TIEFREE_MERGES}},
@@ -48,6 +52,12 @@ def read_corpus(name: str) -> str:
 
 def sentences(corpus: str) -> list[str]:
     return [line for line in corpus.splitlines() if line.strip()]
+
+
+def split(lines: list[str]) -> tuple[list[str], list[str]]:
+    """(训练句子, 留出句子)：下标是 HELDOUT_EVERY 的倍数的句子留出。"""
+    return ([s for i, s in enumerate(lines) if i % HELDOUT_EVERY],
+            [s for i, s in enumerate(lines) if i % HELDOUT_EVERY == 0])
 
 
 def library_bpe(corpus: str, num_merges: int, byte_level: bool = False) -> tuple[list[tuple[str, str]], Tokenizer]:
@@ -101,22 +111,30 @@ def agreement(name: str, num_merges: int) -> dict:
 
 
 def sweep(lang: str, grid: list[int]) -> dict:
-    corpus = read_corpus(lang)
-    lines = sentences(corpus)
+    """合并只在训练句子上学；tokens_mean 是留出句子的每句平均词元数，train_tokens_mean 是训练句子的。"""
+    lines = sentences(read_corpus(lang))
+    train, held = split(lines)
+    corpus = "\n".join(train)
     merges = bpe_train(corpus, max(grid)) if max(grid) > 0 else []
     base = len(bpe_vocab(corpus, []))
     points = []
     for k in grid:
-        lengths = [len(bpe_encode(s, merges[:k])) for s in lines]
         byte_tok = library_bpe(corpus, k, byte_level=True)[1]
-        byte_lengths = [len(byte_tok.encode(s).tokens) for s in lines]
         points.append({"merges": len(merges[:k]), "vocab_size": len(bpe_vocab(corpus, merges[:k])),
-                       "tokens_mean": statistics.fmean(lengths),
-                       "byte_level_vocab_size": 256 + k, "byte_level_tokens_mean": statistics.fmean(byte_lengths)})
-    return {"lang": lang, "sentences": len(lines), "base_size": base, "learned_merges": len(merges),
-            "chars_mean": statistics.fmean(len(s) for s in lines),
-            "utf8_bytes_mean": statistics.fmean(len(s.encode("utf-8")) for s in lines),
-            "words_mean": statistics.fmean(len(s.split()) for s in lines),
+                       "tokens_mean": statistics.fmean(len(bpe_encode(s, merges[:k])) for s in held),
+                       "train_tokens_mean": statistics.fmean(len(bpe_encode(s, merges[:k])) for s in train),
+                       "byte_level_vocab_size": 256 + k,
+                       "byte_level_tokens_mean": statistics.fmean(len(byte_tok.encode(s).tokens) for s in held),
+                       "byte_level_train_tokens_mean": statistics.fmean(len(byte_tok.encode(s).tokens)
+                                                                        for s in train)})
+    seen = bpe_vocab(corpus, [])                                           # 训练句子里出现过的字符（含「▁」）
+    unseen = [ch for s in held for w in pretokenize(s) for ch in w if ch not in seen]
+    return {"lang": lang, "sentences": len(lines), "train_sentences": len(train), "heldout_sentences": len(held),
+            "base_size": base, "learned_merges": len(merges),
+            "heldout_unseen_chars": len(set(unseen)), "heldout_unseen_occurrences": len(unseen),
+            "chars_mean": statistics.fmean(len(s) for s in held),                  # 以下三项：留出句子
+            "utf8_bytes_mean": statistics.fmean(len(s.encode("utf-8")) for s in held),
+            "words_mean": statistics.fmean(len(s.split()) for s in held),
             "points": points}
 
 
@@ -128,7 +146,8 @@ def run(preset: str, cfg: dict) -> dict:
             agree.append(agreement(name, cfg["agree_merges"][name]))
         else:
             sweeps.append(sweep(name, cfg["merge_grid"]))
-    return {"config": {**cfg, "corpora": dict(CORPORA), "tokenizers_pre_tokenizer": "Metaspace(always, split)"},
+    return {"config": {**cfg, "corpora": dict(CORPORA), "tokenizers_pre_tokenizer": "Metaspace(always, split)",
+                       "heldout_every": HELDOUT_EVERY},
             "agreement": agree, "sweeps": sweeps}
 
 

@@ -45,16 +45,19 @@ def test_lookup_is_one_hot_times_matrix():
 
 
 @pytest.mark.claim("ch06-embedding-share", paper="§3.4, §5.1",
-                   text="base 模型、共享词表 37000：共享嵌入 18,944,000 个参数，占 63,082,496 的 30.0%；不共享时三份共 56,832,000，占 100,970,496 的 56.3%；EN-FR 的 32000 词表是 16,384,000")
+                   text="base 模型、共享词表 37000：共享嵌入 18,944,000 个参数，占 63,082,496 的 30.0%；不共享时三份共 56,832,000，占 100,970,496 的 56.3%；EN-FR 的 32000 词表是 16,384,000（数的是 meta 设备上真的 Transformer）")
 def test_embedding_share_of_base_model():
-    tied = transformer_param_count(37000, 512, 6, 2048, tie_weights=True)
-    untied = transformer_param_count(37000, 512, 6, 2048, tie_weights=False)
-    emb = tied - transformer_param_count(0, 512, 6, 2048)
-    assert untied - tied == 2 * emb
-    assert_states(CH06, f"{emb:,}", f"{tied:,}", f"{3 * emb:,}", f"{untied:,}",
-                  f"{100 * emb / tied:.1f}%", f"{100 * 3 * emb / untied:.1f}%")
-    enfr = transformer_param_count(32000, 512, 6, 2048) - transformer_param_count(0, 512, 6, 2048)
-    assert_states(CH06, f"{enfr:,}")
+    with torch.device("meta"):                                   # 只建形状，不分配内存
+        tied, untied, enfr = Transformer(37000), Transformer(37000, tie_weights=False), Transformer(32000)
+    emb = tied.src_embed.weight.numel()
+    n_tied, n_untied = count_parameters(tied), count_parameters(untied)
+    three = sum(getattr(untied, m).weight.numel() for m in ("src_embed", "tgt_embed", "output_projection"))
+    assert (n_tied, n_untied) == (transformer_param_count(37000, 512, 6, 2048, tie_weights=True),
+                                  transformer_param_count(37000, 512, 6, 2048, tie_weights=False))
+    for page in ("derivation.md", "questions.md"):                  # 推导与题库各自写了一遍
+        assert_states(CH06 + page, f"{emb:,}", f"{n_tied:,}", f"{three:,}", f"{n_untied:,}",
+                      f"{100 * emb / n_tied:.1f}%", f"{100 * three / n_untied:.1f}%",
+                      f"{enfr.src_embed.weight.numel():,}")
 
 
 @pytest.mark.claim("ch06-tying-saves", paper="§3.4",
@@ -105,28 +108,60 @@ def test_default_initialisations():
     assert abs(TokenEmbedding(2000, d).weight.std().item() * math.sqrt(d) - 1.0) < 0.02
 
 
+@pytest.fixture(scope="module")
+def base_width() -> Transformer:
+    """论文的 d = 512、|V| = 37000，只留 1 层（嵌入与位置编码不随层数变）。"""
+    torch.manual_seed(0)
+    return Transformer(37000, d_model=512, num_heads=8, num_layers=1, d_ff=2048, dropout=0.0)
+
+
 @pytest.mark.claim("ch06-emb-pe-ratio", paper="§3.4, §3.5",
-                   text="d = 512、|V| = 37000：每个位置 ‖PE‖² = d/2；乘 √d 后，N(0, 1) 初始化的嵌入范数约为位置编码的 √(2d) = 32 倍，N(0, 1/d) 约为 √2 倍（相对误差 < 1%）")
-def test_embedding_to_positional_encoding_ratio():
-    d, vocab = 512, 37000
-    pe = sinusoidal_positional_encoding(1000, d, dtype=F64)
-    assert torch.allclose(pe.pow(2).sum(-1), torch.full((1000,), d / 2, dtype=F64), atol=1e-9)
-    g = gen(7)
-    unit = torch.randn(vocab, d, generator=g)
-    t2t = torch.randn(vocab, d, generator=g) / math.sqrt(d)
-    assert abs(embedding_to_pe_ratio(unit, math.sqrt(d), pe) / math.sqrt(2 * d) - 1) < 0.01
-    assert abs(embedding_to_pe_ratio(t2t, math.sqrt(d), pe) / math.sqrt(2) - 1) < 0.01
+                   text="d = 512、|V| = 37000 的 Transformer 初始化时：每个位置 ‖PE‖² = d/2；乘 √d 后，默认的 N(0, 1/d) 嵌入范数约为位置编码的 √2 倍，改成 N(0, 1) 后约为 √(2d) = 32 倍（相对误差 < 1%）")
+def test_embedding_to_positional_encoding_ratio(base_width):
+    model, d = base_width, 512
+    emb, pe = model.src_embed, model.positional.pe                     # (37000, 512)、(max_len, 512)
+    assert torch.allclose(pe.double().pow(2).sum(-1), torch.full((pe.shape[0],), d / 2, dtype=F64), atol=1e-3)
+    assert emb.scale == math.sqrt(d)
+    assert abs(embedding_to_pe_ratio(emb.weight, emb.scale, pe) / math.sqrt(2) - 1) < 0.01
+    unit = torch.nn.Embedding(*emb.weight.shape).weight                 # nn.Embedding 的默认 N(0, 1)
+    assert abs(embedding_to_pe_ratio(unit, emb.scale, pe) / math.sqrt(2 * d) - 1) < 0.01
     assert abs(embedding_to_pe_ratio(unit, 1.0, pe) / math.sqrt(2) - 1) < 0.01        # 不乘 √d 的 N(0, 1)
     assert_states(CH06, rf"\sqrt{{2d}}={math.isqrt(2 * d)}")
     with pytest.raises(ValueError, match="share d"):
         embedding_to_pe_ratio(unit[:, :8], 1.0, pe)
 
 
+def initial_logits(model: Transformer, vocab: int) -> dict:
+    """初始化时的 logits：解码器当前输入词元那一列（self）与其余各列（other）分开统计。"""
+    src = torch.randint(0, vocab, (16, 12), generator=gen(10))
+    tgt_in = torch.randint(0, vocab, (16, 12), generator=gen(11))     # (16, 12) 解码器输入
+    with torch.no_grad():
+        logits = model.eval()(src, tgt_in)                             # (16, 12, |V|)
+    is_self = torch.nn.functional.one_hot(tgt_in, vocab).bool()
+    return {"self": logits[is_self].mean().item(), "other_mean": logits[~is_self].mean().item(),
+            "other_std": logits[~is_self].std().item(),
+            "argmax_is_input": (logits.argmax(-1) == tgt_in).double().mean().item()}
+
+
 @pytest.mark.claim("ch06-tied-logit-scale", paper="§3.4",
-                   text="共享矩阵也是输出投影：对每维方差为 1 的解码器输出，N(0, 1) 的矩阵给出标准差约 √d 的 logits，N(0, 1/d) 给出约 1（相对误差 < 5%）")
+                   text="初始化时的 Transformer（d = 512、2 层、三处共享）：其余 logits 的标准差是 σ√d（N(0, 1/d) 约 1，N(0, 1) 约 √d，相对误差 < 5%），但当前输入词元那一列约为 c√d‖e_y‖（0.5 < c < 1），每个位置的 argmax 都是当前输入词元；不共享时这一列不突出")
 def test_tied_matrix_sets_the_logit_scale():
-    d, vocab = 256, 4000
-    h = rand(512, d, seed=8)                                              # (n, d)，每维方差 1，像 LayerNorm 之后
-    for std, expected in ((1.0, math.sqrt(d)), (1 / math.sqrt(d), 1.0)):
-        e = rand(vocab, d, seed=9) * std
-        assert abs((h @ e.T).std().item() / expected - 1) < 0.05
+    vocab, d = 2000, 512
+    torch.manual_seed(12)
+    tied = Transformer(vocab, d_model=d, num_heads=8, num_layers=2, d_ff=4 * d, dropout=0.0)
+    t2t = initial_logits(tied, vocab)                                  # 默认 N(0, 1/d)：‖e_y‖ ≈ 1
+    assert abs(t2t["other_std"] - 1) < 0.05 and abs(t2t["other_mean"]) < 0.1
+    assert 0.5 < t2t["self"] / math.sqrt(d) < 1 and t2t["argmax_is_input"] == 1.0
+    assert_states(CH06, f"平均约{t2t['self']:.0f}（约{t2t['self'] / math.sqrt(d):.2f}\\sqrtd）",
+                  f"标准差{t2t['other_std']:.2f}", f"约{math.sqrt(d):.1f}")
+    with torch.no_grad():
+        tied.src_embed.weight.normal_(0.0, 1.0)                        # N(0, 1)：‖e_y‖ ≈ √d
+    unit = initial_logits(tied, vocab)
+    assert abs(unit["other_std"] / math.sqrt(d) - 1) < 0.05
+    assert 0.5 < unit["self"] / d < 1 and unit["argmax_is_input"] == 1.0
+    torch.manual_seed(12)
+    untied = Transformer(vocab, d_model=d, num_heads=8, num_layers=2, d_ff=4 * d, dropout=0.0, tie_weights=False)
+    with torch.no_grad():
+        untied.output_projection.weight.normal_(0.0, 1 / math.sqrt(d))  # 输出投影单独取 N(0, 1/d)
+    free = initial_logits(untied, vocab)
+    assert abs(free["other_std"] - 1) < 0.05 and abs(free["self"]) < 0.5 and free["argmax_is_input"] < 0.05

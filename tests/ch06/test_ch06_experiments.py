@@ -9,18 +9,22 @@ from pathlib import Path
 import pytest
 
 from sitebuild.generate.render import ch06_tokens
+from snippets.bpe import bpe_encode, bpe_train
 from snippets.experiments import embedding_scale, vocab_sweep
 from snippets.results import load_results
+from tests.support.pages import assert_states, chapter
+
+CH06 = chapter("06")
 
 ROOT = Path(__file__).resolve().parents[2]
-SCALE = ROOT / "results" / "embedding-scale.json"
+SCALE = ROOT / "results" / embedding_scale.LONG_OUT
 SWEEP = ROOT / "results" / "vocab-sweep.json"
 
 
 @pytest.fixture(scope="module")
 def scale() -> dict:
     data = load_results(SCALE)  # validates against results/schema/embedding-scale.schema.json
-    assert data["kind"] == embedding_scale.KIND and data["preset"] == "full"
+    assert data["kind"] == embedding_scale.KIND and data["preset"] == "long"
     return data
 
 
@@ -37,31 +41,57 @@ def by_init(data: dict) -> dict[str, dict]:
 
 def test_scale_file_covers_every_init_and_seed(scale):
     cfg = scale["config"]
-    assert set(cfg["inits"]) == set(embedding_scale.INITS) and len(cfg["seeds"]) >= 3
+    assert cfg["inits"] == list(embedding_scale.INITS) and len(cfg["seeds"]) >= 6
     assert {(r["init"], r["seed"]) for r in scale["runs"]} == {(i, s) for i in cfg["inits"] for s in cfg["seeds"]}
+    for init, arm in scale["arms"].items():
+        assert tuple(arm.values()) == embedding_scale.INITS[init]
     for s in scale["summary"]:
-        acc = [r["accuracy"] for r in scale["runs"] if r["init"] == s["init"]]
+        mine = [r for r in scale["runs"] if r["init"] == s["init"]]
+        acc = [r["accuracy"] for r in mine]
         assert s["accuracy_min"] == min(acc) and abs(s["accuracy_mean"] - sum(acc) / len(acc)) < 1e-12
+        assert s["init_argmax_is_input_min"] == min(r["init_stats"]["argmax_is_input"] for r in mine)
 
 
-@pytest.mark.claim("ch06-init-scale-measured", paper="§3.4", results="results/embedding-scale.json",
-                   text="实验初始化时：N(0, 1) 乘 √d 的嵌入范数是位置编码的 10 倍以上，另两种在 1.2–1.7 倍；两种 N(0, 1) 的初始 logits 标准差 > 10，N(0, 1/d) < 3")
+TIED, UNTIED = ("t2t", "unit", "unit-noscale"), ("unit-untied", "t2t-untied")
+
+
+@pytest.mark.claim("ch06-init-scale-measured", paper="§3.4", results="results/embedding-scale-long.json",
+                   text="实验初始化时：输入 N(0, 1) 乘 √d 的嵌入范数是位置编码的 10 倍以上，其余在 1.2–1.7 倍；三种共享配置每个种子、每个位置的 argmax 都是当前输入词元，这一列的 logit 均值 > 5 倍其余 logits 的标准差，两种不共享配置 argmax = 当前输入词元平均 < 10%；其余 logits 的标准差：N(0, 1/d) 输出约 1，共享 N(0, 1) 约 √d；共享 N(0, 1/d) 的初始损失 > 2 ln 12，不共享的 < 1.25 ln 12")
 def test_init_scale_measured(scale):
     s = by_init(scale)
-    d = scale["task"]["d_model"]
-    assert s["unit"]["emb_pe_ratio_mean"] > 10 and abs(s["unit"]["emb_pe_ratio_mean"] / math.sqrt(2 * d) - 1) < 0.1
-    for init in ("t2t", "unit-noscale"):
+    d, vocab = scale["task"]["d_model"], scale["task"]["vocab_size"]
+    for init in ("unit", "unit-untied"):
+        assert s[init]["emb_pe_ratio_mean"] > 10 and abs(s[init]["emb_pe_ratio_mean"] / math.sqrt(2 * d) - 1) < 0.1
+    for init in ("t2t", "unit-noscale", "t2t-untied"):
         assert 1.2 < s[init]["emb_pe_ratio_mean"] < 1.7
-    assert s["unit"]["init_logit_std_mean"] > 10 and s["unit-noscale"]["init_logit_std_mean"] > 10
-    assert s["t2t"]["init_logit_std_mean"] < 3
+    for init in TIED:
+        assert s[init]["init_argmax_is_input_min"] == 1.0
+        assert s[init]["init_self_logit_mean_mean"] > 5 * s[init]["init_other_logit_std_mean"]
+    for init in UNTIED:
+        assert s[init]["init_argmax_is_input_mean"] < 0.10
+        assert abs(s[init]["init_self_logit_mean_mean"]) < 0.5
+    for init in ("t2t", *UNTIED):
+        assert abs(s[init]["init_other_logit_std_mean"] - 1) < 0.1
+    for init in ("unit", "unit-noscale"):
+        assert abs(s[init]["init_other_logit_std_mean"] / math.sqrt(d) - 1) < 0.1
+    ln_v = math.log(vocab)
+    assert s["t2t"]["init_loss_mean"] > 2 * ln_v
+    assert all(s[init]["init_loss_mean"] < 1.25 * ln_v for init in UNTIED)
+    assert_states(CH06 + "code.md", rf"\ln {vocab}\approx{ln_v:.2f}", rf"\sqrt d={math.isqrt(d)}")
+    assert_states(CH06 + "derivation.md", rf"\ln {vocab}\approx{ln_v:.2f}")
 
 
-@pytest.mark.claim("ch06-init-scale-result", paper="§3.4", results="results/embedding-scale.json",
-                   text="倒序任务 400 步：N(0, 1/d) 乘 √d 的每个种子贪心逐词准确率 ≥ 99%；N(0, 1) 乘 √d 与 N(0, 1) 不乘 √d 的每个种子都 < 40%")
+@pytest.mark.claim("ch06-init-scale-result", paper="§3.4", results="results/embedding-scale-long.json",
+                   text="倒序任务 400 步、每种 6 个种子的贪心逐词准确率：不共享、两处 N(0, 1/d) 每个种子 100%；共享 N(0, 1/d) 乘 √d 有 5 个种子 ≥ 99%，最低的一个 74%；不共享、输入 N(0, 1) 乘 √d 每个种子在 80%–99%；两种共享 N(0, 1) 每个种子 < 40%")
 def test_init_scale_result(scale):
     s = by_init(scale)
-    assert s["t2t"]["accuracy_min"] >= 0.99
-    assert s["unit"]["accuracy_max"] < 0.40 and s["unit-noscale"]["accuracy_max"] < 0.40
+    acc = {init: sorted(r["accuracy"] for r in scale["runs"] if r["init"] == init) for init in s}
+    assert all(len(a) == 6 for a in acc.values())
+    assert acc["t2t-untied"][0] == 1.0
+    assert sum(a >= 0.99 for a in acc["t2t"]) == 5
+    assert_states(CH06 + "code.md", f"另一个只有{100 * acc['t2t'][0]:.0f}%")
+    assert 0.80 < acc["unit-untied"][0] and acc["unit-untied"][-1] < 0.99
+    assert acc["unit"][-1] < 0.40 and acc["unit-noscale"][-1] < 0.40
 
 
 def test_sweep_agreement_in_the_committed_file(sweep):
@@ -75,12 +105,39 @@ def test_sweep_agreement_in_the_committed_file(sweep):
 
 
 @pytest.mark.claim("ch06-vocab-tradeoff", paper="§5.1", results="results/vocab-sweep.json",
-                   text="中英文两种语料、字符起步与字节级两种 BPE：词表越大，每句平均词元数越少（严格单调）")
+                   text="合并在 60 句上学、词元在留出的 21 句上数：中英文、字符起步与字节级 BPE，留出句子的每句词元数在网格的每一步都严格下降，但从 200 到 800 条合并，留出句子的降幅小于训练句子（样本内）的降幅；多学一条合并不会让任何一句的词元变多")
 def test_tokens_fall_as_vocabulary_grows(sweep):
+    assert sweep["config"]["heldout_every"] == vocab_sweep.HELDOUT_EVERY
+    drops = {}
     for s in sweep["sweeps"]:
+        assert (s["train_sentences"], s["heldout_sentences"]) == (60, 21)
         pts = sorted(s["points"], key=lambda p: p["merges"])
         for key, size in (("tokens_mean", "vocab_size"), ("byte_level_tokens_mean", "byte_level_vocab_size")):
             assert all(a[size] < b[size] and a[key] > b[key] for a, b in zip(pts, pts[1:]))
+        at = {p["merges"]: p for p in pts}
+        for key in ("tokens_mean", "train_tokens_mean"):
+            drops[s["lang"], key] = 1 - at[800][key] / at[200][key]
+        assert drops[s["lang"], "tokens_mean"] < drops[s["lang"], "train_tokens_mean"]
+    assert_states(CH06 + "code.md", *(f"{100 * drops[lang, key]:.1f}%" for lang in ("zh", "en")
+                                      for key in ("tokens_mean", "train_tokens_mean")))
+    # 按学到的先后编码：多学一条合并，留出句子里任何一句的词元数都不会变多（本章的 bpe_encode 重算）
+    train, held = vocab_sweep.split(vocab_sweep.sentences(vocab_sweep.read_corpus("en")))
+    assert not set(train) & set(held)
+    merges = bpe_train("\n".join(train), 100)
+    lengths = [[len(bpe_encode(x, merges[:k])) for x in held] for k in range(0, 101, 10)]
+    assert all(b <= a for row_a, row_b in zip(lengths, lengths[1:]) for a, b in zip(row_a, row_b))
+    en = {p["merges"]: p for s in sweep["sweeps"] if s["lang"] == "en" for p in s["points"]}
+    assert sum(lengths[-1]) / len(held) == pytest.approx(en[100]["tokens_mean"], abs=1e-12)  # 与结果文件一致
+
+
+@pytest.mark.claim("ch06-heldout-unseen", paper="§5.1", results="results/vocab-sweep.json", title="留出句子里没见过的字",
+                   text="留出的 21 句中文里有 100 种以上的字符在训练的 60 句里没出现过，英文不到 10 种")
+def test_heldout_sentences_hold_unseen_characters(sweep):
+    unseen = {s["lang"]: s["heldout_unseen_chars"] for s in sweep["sweeps"]}
+    assert unseen["zh"] >= 100 and unseen["en"] < 10
+    train, held = vocab_sweep.split(vocab_sweep.sentences(vocab_sweep.read_corpus("zh")))
+    seen = set("".join(train))
+    assert len({ch for ch in "".join(held) if ch not in seen and not ch.isspace()}) == unseen["zh"]
 
 
 @pytest.mark.claim("ch06-zh-bytes", paper="§5.1", results="results/vocab-sweep.json",

@@ -1,10 +1,12 @@
 """第 06 章的图表：results/embedding-scale.json 与 results/vocab-sweep.json → docs/generated/。
 
-- embedding-scale.svg  三种初始化的训练损失曲线（各种子的均值，对数纵轴）
-- embedding-scale.md   每种初始化：嵌入/位置编码范数之比、初始 logits 标准差、初始与最终损失、贪心准确率
+- embedding-scale.svg  各种初始化的训练损失曲线（各种子的均值，对数纵轴）
+- embedding-scale.md   每种初始化：嵌入/位置编码范数之比、初始 logits（当前输入词元那一列与其余各列分开）、
+                       argmax 是当前输入词元的位置占比、初始与最终损失、贪心准确率
 - bpe-agreement.md     从零写的 BPE 与 tokenizers 库：合并列表是否逐条相同、并列步数、编码与还原
-- vocab-sweep.svg      词表大小与每句平均词元数：英文、中文，字符级基本符号与字节级基本符号
-- vocab-sweep.md       同样的数字，外加每句的字符数、UTF-8 字节数、空格分隔的词数
+- vocab-sweep.svg      词表大小与留出句子的每句平均词元数：英文、中文，字符级与字节级基本符号；
+                       字符起步的 BPE 另画训练句子（样本内）作对照
+- vocab-sweep.md       同样的数字（留出与样本内），外加留出句子的字符数、UTF-8 字节数、空格分隔的词数
 
 没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
 """
@@ -17,18 +19,21 @@ from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, PALETTE, le
                                     new_figure, of_kind, placeholder_svg, save_svg, series_style, write_text)
 
 INIT_LABELS = {
-    "t2t": "N(0, 1/d) 且 ×√d（tensor2tensor）",
-    "unit": "N(0, 1) 且 ×√d（nn.Embedding 默认）",
-    "unit-noscale": "N(0, 1)，不乘 √d",
+    "t2t": "共享，N(0, 1/d) 且 ×√d（tensor2tensor）",
+    "unit": "共享，N(0, 1) 且 ×√d（nn.Embedding 默认）",
+    "unit-noscale": "共享，N(0, 1)，不乘 √d",
+    "unit-untied": "不共享：输入 N(0, 1) 且 ×√d，输出 N(0, 1/d)",
+    "t2t-untied": "不共享：输入 N(0, 1/d) 且 ×√d，输出 N(0, 1/d)",
 }
 LANG_LABELS = {"en": "英文", "zh": "中文"}
 CORPUS_LABELS = {"en": "英文 81 句", "zh": "中文 81 句", "tiefree": "无并列语料（英文词表）"}
 
 
 def _pick(results: list[dict], kind: str) -> dict | None:
-    """优先 full 预设，其次 quick；tiny 只用于测试，不上页面。"""
-    mine = [r for r in of_kind(results, kind) if r.get("preset") != "tiny"]
-    mine.sort(key=lambda r: (r.get("preset") != "full", r.get("_file", "")))
+    """优先 long 预设（种子最多），其次 full、quick；tiny 只用于测试，不上页面。"""
+    order = {"long": 0, "full": 1, "quick": 2}
+    mine = [r for r in of_kind(results, kind) if r.get("preset") in order]
+    mine.sort(key=lambda r: (order[r["preset"]], r.get("_file", "")))
     return mine[0] if mine else None
 
 
@@ -57,17 +62,20 @@ def render_scale_table(results: list[dict], out_dir: Path) -> None:
     if r is None:
         write_text(out_dir, "embedding-scale.md", NO_RESULTS)
         return
-    head = ["共享矩阵的初始化", "嵌入/位置编码范数比", "初始 logits 标准差", "初始损失", "最终训练损失",
-            "贪心逐词准确率（最小–最大）"]
+    head = ["嵌入的初始化", "嵌入/位置编码范数比", "初始 logits 标准差", "当前输入词元的 logit（均值）",
+            "其余 logits 的标准差", "argmax = 当前输入词元", "初始损失", "最终训练损失", "贪心逐词准确率（最小–最大）"]
     rows = [[INIT_LABELS[s["init"]], f"{s['emb_pe_ratio_mean']:.2f}", f"{s['init_logit_std_mean']:.1f}",
+             f"{round(s['init_self_logit_mean_mean'], 1) + 0.0:.1f}", f"{s['init_other_logit_std_mean']:.2f}",
+             f"{100 * s['init_argmax_is_input_mean']:.1f}%",
              f"{s['init_loss_mean']:.1f}", f"{s['final_loss_mean']:.3f}",
              f"{100 * s['accuracy_mean']:.1f}%（{100 * s['accuracy_min']:.1f}%–{100 * s['accuracy_max']:.1f}%）"]
             for s in r["summary"]]
     t, c = r["task"], r["config"]
     setup = (f"任务：倒序，{t['vocab_size'] - 2} 个符号，长度 {t['seq_len']}；d_model = {t['d_model']}，"
-             f"{t['num_layers']} 层，{t['num_heads']} 头，post-LN，三处共享；{c['optimizer']}，学习率 {c['lr']}，"
-             f"批大小 {c['batch_size']}，{c['steps']} 步，种子 {c['seeds']}；准确率在 {c['eval_sequences']} 条新序列上贪心解码；"
-             f"单线程 CPU。\n\n")
+             f"{t['num_layers']} 层，{t['num_heads']} 头，post-LN；{c['optimizer']}，学习率 {c['lr']}，"
+             f"批大小 {c['batch_size']}，{c['steps']} 步，每种 {len(c['seeds'])} 个种子 {c['seeds']}；"
+             f"初始 logits 在 256 条序列的每个解码位置上统计（各种子的均值）；"
+             f"准确率在 {c['eval_sequences']} 条新序列上贪心解码；单线程 CPU。\n\n")
     write_text(out_dir, "embedding-scale.md", setup + md_table(head, rows) + "\n" + md_caption(r))
 
 
@@ -96,16 +104,20 @@ def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
     fig, ax = new_figure(FIG_WIDTH, 3.0)
     for i, s in enumerate(r["sweeps"]):
         pts = s["points"]
+        lang = LANG_LABELS[s["lang"]]
         ax.plot([p["vocab_size"] for p in pts], [p["tokens_mean"] for p in pts], color=PALETTE[i],
-                marker="o" if i == 0 else "^",
-                label=f"{LANG_LABELS[s['lang']]}：字符起步的 BPE（本章代码）")
+                marker="o" if i == 0 else "^", label=f"{lang}：字符起步的 BPE（本章代码），留出句子")
+        ax.plot([p["vocab_size"] for p in pts], [p["train_tokens_mean"] for p in pts], color=PALETTE[i],
+                marker="o" if i == 0 else "^", markerfacecolor="none", linestyle=(0, (1, 1)), linewidth=1.0,
+                label=f"{lang}：同上，训练句子（样本内）")
         ax.plot([p["byte_level_vocab_size"] for p in pts], [p["byte_level_tokens_mean"] for p in pts],
-                color=PALETTE[i], marker="s" if i == 0 else "D", linestyle="--" if i == 0 else ":",
-                label=f"{LANG_LABELS[s['lang']]}：字节级 BPE（tokenizers）")
+                color=PALETTE[i], marker="s" if i == 0 else "D", linestyle="--" if i == 0 else "-.",
+                label=f"{lang}：字节级 BPE（tokenizers），留出句子")
     ax.set_xscale("log")
     log_ticks(ax.xaxis)
     ax.set_xlabel("词表大小（基本符号 + 合并数）")
     ax.set_ylabel("每句平均词元数")
+    ax.set_ylim(bottom=0)
     legend_below(ax)
     save_svg(fig, out_dir / "vocab-sweep.svg", sources=[r])
 
@@ -115,13 +127,18 @@ def render_sweep_table(results: list[dict], out_dir: Path) -> None:
     if r is None:
         write_text(out_dir, "vocab-sweep.md", NO_RESULTS)
         return
-    head = ["语言", "合并数", "词表（字符起步）", "每句词元数", "词表（字节级）", "每句词元数（字节级）"]
+    head = ["语言", "合并数", "词表（字符起步）", "每句词元数：留出", "每句词元数：训练（样本内）",
+            "词表（字节级）", "字节级每句词元数：留出", "字节级：训练（样本内）"]
     rows = [[LANG_LABELS[s["lang"]], p["merges"], p["vocab_size"], f"{p['tokens_mean']:.1f}",
-             p["byte_level_vocab_size"], f"{p['byte_level_tokens_mean']:.1f}"]
+             f"{p['train_tokens_mean']:.1f}", p["byte_level_vocab_size"], f"{p['byte_level_tokens_mean']:.1f}",
+             f"{p['byte_level_train_tokens_mean']:.1f}"]
             for s in r["sweeps"] for p in s["points"]]
-    facts = "".join(f"- {LANG_LABELS[s['lang']]}：{s['sentences']} 句，每句平均 {s['chars_mean']:.1f} 个字符、"
-                    f"{s['utf8_bytes_mean']:.1f} 个 UTF-8 字节、{s['words_mean']:.1f} 个空格分隔的词；"
-                    f"基本字符 {s['base_size']} 个，扫描时学了 {s['learned_merges']} 条合并。\n"
+    facts = "".join(f"- {LANG_LABELS[s['lang']]}：{s['sentences']} 句，每 {r['config']['heldout_every']} 句留出 1 句"
+                    f"（留出 {s['heldout_sentences']} 句，训练 {s['train_sentences']} 句）；留出句子每句平均 "
+                    f"{s['chars_mean']:.1f} 个字符、{s['utf8_bytes_mean']:.1f} 个 UTF-8 字节、"
+                    f"{s['words_mean']:.1f} 个空格分隔的词；训练句子的基本字符 {s['base_size']} 个，"
+                    f"扫描时学了 {s['learned_merges']} 条合并；留出句子里有 {s['heldout_unseen_chars']} 种字符"
+                    f"（共出现 {s['heldout_unseen_occurrences']} 次）在训练句子里没有出现过。\n"
                     for s in r["sweeps"])
     write_text(out_dir, "vocab-sweep.md", facts + "\n" + md_table(head, rows) + "\n" + md_caption(r))
 
