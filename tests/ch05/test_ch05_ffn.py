@@ -136,9 +136,16 @@ def test_ffn_is_a_sum_of_value_vectors_weighted_by_key_matches():
     rebuilt = torch.einsum("bnk,kd->bnd", coeffs, values) + ffn.linear2.bias
     assert (rebuilt - ffn(x)).abs().max().item() < 1e-12
     assert coeffs.min().item() == 0.0                            # ReLU：一部分槽没有被激活
-    # 只留下被激活的槽，输出不变
+    # 只留下被激活的槽（每个位置各自的一部分），输出不变
     active = coeffs > 0
     assert 0.2 < active.double().mean().item() < 0.8
+    out = ffn(x)
+    for b_ in range(4):
+        for t in range(7):
+            idx = active[b_, t].nonzero().squeeze(1)             # 这个位置被激活的槽
+            assert 0 < len(idx) < 64
+            sparse = coeffs[b_, t, idx] @ values[idx] + ffn.linear2.bias
+            assert (sparse - out[b_, t]).abs().max().item() < 1e-12
     with pytest.raises(ValueError, match="do not chain"):
         ffn_memory_terms(ffn.linear1.weight, ffn.linear1.bias, ffn.linear2.weight, rand(2, 3, 5))
 
