@@ -20,10 +20,10 @@ Pre-LN 在栈末尾加一个 LayerNorm。
     上记录的每一步（input_std，用算出该步损失的参数）。输出若不依赖输入，这个数是 0。
 
 预设（单线程 CPU）：
-  full   默认初始化、峰值 lr = 1e-2，4 种条件 × 6 个种子 = 24 次训练（本机约 2–4 分钟），
+  full   默认初始化、峰值 lr = 1e-2，4 种条件 × 6 个种子 = 24 次训练（本机约 4–5 分钟），
          写 results/postln-warmup.json；
   sweep  峰值 lr ∈ {1e-3, 3e-3, 1e-2, 3e-2} × 3 个种子：默认初始化跑 4 种条件，Xavier 初始化只跑
-         Post-LN 的两种（有无预热），共 72 次训练（本机约 6–12 分钟），默认写 results/postln-warmup-sweep.json；
+         Post-LN 的两种（有无预热），共 72 次训练（本机约 11 分钟），默认写 results/postln-warmup-sweep.json；
   quick  与 full 相同，只用 2 个种子（约 40 秒）；tiny 只供测试。
 
 运行：python -m snippets.experiments.postln_warmup --preset full
@@ -65,7 +65,7 @@ PRESETS = {
               "warmup_steps": 50, "log_every": 10},
     "full": {"num_layers": 6, "inits": ["torch-default"], "lrs": [1e-2], "seeds": [0, 1, 2, 3, 4, 5],
              "steps": 200, "warmup_steps": 50, "log_every": 10},
-    # sweep：峰值学习率 × 初始化，每格 3 个种子；Xavier 只跑 Post-LN（约 6–12 分钟）
+    # sweep：峰值学习率 × 初始化，每格 3 个种子；Xavier 只跑 Post-LN（约 11 分钟）
     "sweep": {"num_layers": 6, "inits": ["torch-default", "xavier"], "norms_by_init": {"xavier": ["post"]},
               "lrs": [1e-3, 3e-3, 1e-2, 3e-2], "seeds": [0, 1, 2], "steps": 200, "warmup_steps": 50, "log_every": 10},
 }
