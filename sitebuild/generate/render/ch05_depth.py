@@ -223,7 +223,8 @@ def render_warmup_sweep_table(results: list[dict], out_dir: Path) -> None:
     cfg = r["config"]
     lrs = sorted(cfg["lrs"])
     head = (["初始化", "条件"] + [f"峰值 {lr:g}" for lr in lrs]
-            + ["全部种子都学会的最大峰值", "第 1 步梯度：末层 / 首层（中位数）"])
+            + ["全部种子都学会的最大峰值", "第 1 步梯度：末层 / 首层（中位数）",
+               "没学会的训练：训练后 logits 沿输入的标准差（最小–最大）"])
     rows = []
     for init in cfg["inits"]:
         for cond in CONDITION_LABEL:
@@ -242,10 +243,14 @@ def render_warmup_sweep_table(results: list[dict], out_dir: Path) -> None:
             ratios = [x["grad_ratio"] for x in r["runs"] if (x["init"], x["norm"], x["warmup"]) == (init, *cond)
                       and x["grad_ratio"] is not None]
             row.append(f"{_median(ratios):.2f}" if ratios else "—")
+            stuck = [x["logit_std"]["final"]["across_inputs"] for x in r["runs"]
+                     if (x["init"], x["norm"], x["warmup"]) == (init, *cond) and x["stuck"] and x["logit_std"]["final"]]
+            row.append(f"{min(stuck):.3f}–{max(stuck):.3f}（{len(stuck)} 次）" if stuck else "—")
             rows.append(row)
     note = ("每格是「学会的种子数 / 种子数」，括号里是没学会（末尾损失仍在均匀猜测附近）和发散的种子数；"
             "剩下的种子在 200 步末尾介于两个阈值之间（学得慢，不算失败也不算学会）。"
-            "第 1 步梯度之比与学习率和预热无关（第 1 步的参数相同），按初始化和归一化位置取全部种子的中位数。\n\n")
+            "第 1 步梯度之比与学习率和预热无关（第 1 步的参数相同），按初始化和归一化位置取全部种子的中位数。"
+            "最后一列只看没学会的训练：接近 0 表示输出已经不随输入变化（塌缩），明显大于 0 表示输出仍随输入变化、只是没学到任务。\n\n")
     write_text(out_dir, "postln-warmup-sweep.md",
                _warmup_setup(r) + note + md_table(head, rows) + "\n" + md_caption(r))
 
