@@ -89,4 +89,22 @@ def encoder_layer_flops(n: int, d: int, d_ff: int) -> dict:
     attention = 8 * n * d * d + 4 * n * n * d
     ffn = 4 * n * d * d_ff
     return {"attention": attention, "ffn": ffn, "total": attention + ffn}
+
+
+def moe_ffn_counts(d: int, d_ff: int, num_experts: int, top_k: int) -> dict:
+    """混合专家（MoE）层：num_experts 个论文式 FFN，加一个无偏置的路由器 (d → num_experts)，
+    每个词元只送进得分最高的 top_k 个专家。
+
+    params         全部参数：专家 E·(2·d·d_ff + d_ff + d)，路由器 d·E
+    active_params  一个词元实际用到的参数：top_k 个专家 + 路由器
+    flops_per_token  一个词元的矩阵乘法 FLOPs：路由器 2·d·E，每个被选中的专家 4·d·d_ff
+    （不计 softmax、top-k 选择、按权重相加这些逐元素运算）
+    """
+    if not 1 <= top_k <= num_experts:
+        raise ValueError(f"top_k must be in [1, num_experts={num_experts}], got {top_k}")
+    expert = ffn_param_count(d, d_ff)
+    router = d * num_experts
+    return {"params": num_experts * expert + router,
+            "active_params": top_k * expert + router,
+            "flops_per_token": 2 * d * num_experts + top_k * 4 * d * d_ff}
 # --8<-- [end:counts]

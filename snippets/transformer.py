@@ -141,7 +141,9 @@ class PositionwiseFeedForward(nn.Module):
         super().__init__()
         self.linear1 = nn.Linear(d_model, d_ff)     # W1: (d_model -> d_ff), b1: (d_ff,)
         self.linear2 = nn.Linear(d_ff, d_model)     # W2: (d_ff -> d_model), b2: (d_model,)
-        self.dropout = nn.Dropout(dropout)          # 与 torch.nn.TransformerEncoderLayer 相同的位置
+        # 两层之间的 dropout 论文 §5.4 没有写；它来自 tensor2tensor 的 relu_dropout，
+        # torch.nn.TransformerEncoderLayer 也放在这里
+        self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # x: (batch, n, d_model)

@@ -16,6 +16,7 @@ from snippets.ffn import (
     ffn_memory_terms,
     ffn_param_count,
     mha_param_count,
+    moe_ffn_counts,
     swiglu_hidden_size,
     swiglu_param_count,
 )
@@ -126,6 +127,30 @@ def test_ffn_share_of_layer_flops():
     assert long["ffn"] / long["total"] < 0.5
 
 
+@pytest.mark.claim("ch05-moe-counts", paper="§3.3",
+                   text="E 个论文式 FFN 加无偏置路由器的 MoE 层：参数 E·(8d²+5d)+dE，一个词元用到的参数与矩阵乘法 FLOPs 只随 top-k 增长"
+                        "（2dE + k·16d²）；d=512、E=8、k=2 时参数 16,801,792，每个词元用到 4,203,520")
+def test_moe_layer_counts_match_real_modules():
+    d, d_ff, experts, k = 512, 2048, 8, 2
+    ffns = torch.nn.ModuleList(PositionwiseFeedForward(d, d_ff, dropout=0.0) for _ in range(experts)).eval()
+    router = torch.nn.Linear(d, experts, bias=False)
+    counts = moe_ffn_counts(d, d_ff, experts, k)
+    assert counts["params"] == count_parameters(ffns) + count_parameters(router) == 16_801_792
+    assert counts["active_params"] == k * count_parameters(ffns[0]) + count_parameters(router) == 4_203_520
+    x = torch.randn(1, 1, d)                                     # 一个词元
+    with torch.no_grad(), FlopCounterMode(display=False) as flops:
+        chosen = router(x).topk(k, dim=-1).indices[0, 0]         # 得分最高的 k 个专家
+        for e in chosen.tolist():
+            ffns[e](x)
+    assert flops.get_total_flops() == counts["flops_per_token"] == 2 * d * experts + k * 16 * d * d
+    # 参数随 E 增长，每个词元的计算只随 k 增长
+    more = moe_ffn_counts(d, d_ff, 4 * experts, k)
+    assert more["params"] > 3.9 * counts["params"]
+    assert more["flops_per_token"] - counts["flops_per_token"] == 2 * d * 3 * experts
+    with pytest.raises(ValueError, match="top_k"):
+        moe_ffn_counts(d, d_ff, experts, experts + 1)
+
+
 @pytest.mark.claim("ch05-ffn-memory", paper="§3.3",
                    text="FFN(x) = Σ_i m_i v_i + b2，m_i = ReLU(x·k_i + b1_i)：键是 W1 的列，值是 W2 的行（键–值记忆的读法）")
 def test_ffn_is_a_sum_of_value_vectors_weighted_by_key_matches():
@@ -136,9 +161,16 @@ def test_ffn_is_a_sum_of_value_vectors_weighted_by_key_matches():
     rebuilt = torch.einsum("bnk,kd->bnd", coeffs, values) + ffn.linear2.bias
     assert (rebuilt - ffn(x)).abs().max().item() < 1e-12
     assert coeffs.min().item() == 0.0                            # ReLU：一部分槽没有被激活
-    # 只留下被激活的槽，输出不变
+    # 只留下被激活的槽（每个位置各自的一部分），输出不变
     active = coeffs > 0
     assert 0.2 < active.double().mean().item() < 0.8
+    out = ffn(x)
+    for b_ in range(4):
+        for t in range(7):
+            idx = active[b_, t].nonzero().squeeze(1)             # 这个位置被激活的槽
+            assert 0 < len(idx) < 64
+            sparse = coeffs[b_, t, idx] @ values[idx] + ffn.linear2.bias
+            assert (sparse - out[b_, t]).abs().max().item() < 1e-12
     with pytest.raises(ValueError, match="do not chain"):
         ffn_memory_terms(ffn.linear1.weight, ffn.linear1.bias, ffn.linear2.weight, rand(2, 3, 5))
 

@@ -112,7 +112,7 @@ def test_norm_jacobians_match_autograd():
 
 
 @pytest.mark.claim("ch05-ln-jacobian-norm", paper="§3.1",
-                   text="γ = 1 时 LayerNorm 雅可比的谱范数恰为 1/s（s = √(σ²+ε)）：σ = 10 时把梯度缩小到约 0.1 倍，σ = 0.1 时放大约 10 倍；它把 1 和 u−μ 两个方向送到 0")
+                   text="γ = 1 时 LayerNorm 雅可比的谱范数恰为 1/s（s = √(σ²+ε)），这是梯度缩放倍数的上界：与 1、u−μ 正交的分量恰好乘 1/s，一般的梯度缩得更多；σ = 10 时至多约 0.1 倍，σ = 0.1 时至多约 10 倍。ε = 0 时 1 和 u−μ 两个方向被送到 0（LN 秩 d−2，RMSNorm 只有 x 方向，秩 d−1）；ε > 0 时缩放方向留下特征值 ε/s³（RMSNorm 为 ε/r³）")
 def test_layernorm_jacobian_scales_by_one_over_sigma():
     d = 32
     base = rand(d, seed=11)
@@ -134,6 +134,9 @@ def test_layernorm_jacobian_scales_by_one_over_sigma():
         g = j.T @ v
         ratio = (g.norm() / v.norm()).item()
         assert abs(ratio - 1 / s) < 1e-10
+        # 一般的梯度（带 1 方向与 u−μ 方向的分量）缩得比 1/s 更多：1/s 只是上界
+        g_any = rand(d, seed=13) + 0.5
+        assert (j.T @ g_any).norm().item() / g_any.norm().item() < 0.99 / s
     assert 0.0999 < spectral[10.0] < 0.1001 and 9.99 < spectral[0.1] < 10.0   # 缩小 / 放大
     assert abs(spectral[1.0] - 1.0) < 1e-5
     u = 3.0 * base + 1.0
@@ -146,6 +149,19 @@ def test_layernorm_jacobian_scales_by_one_over_sigma():
     assert (jr @ u).abs().max().item() < 1e-12
     assert (jr @ torch.ones(d, dtype=F64)).abs().max().item() > 1e-3
     assert torch.linalg.matrix_rank(jr).item() == d - 1
+    # ε > 0：缩放方向不再是零方向，特征值是 ε/s³（LN）和 ε/r³（RMSNorm），秩各加 1
+    eps = 1e-2
+    w = 0.3 * base + 1.0
+    c = w - w.mean()
+    s_eps = (w.var(unbiased=False) + eps).sqrt()
+    j_eps = layernorm_jacobian(w, eps=eps)
+    assert (j_eps @ c - (eps / s_eps ** 3) * c).abs().max().item() < 1e-12
+    assert (j_eps @ torch.ones(d, dtype=F64)).abs().max().item() < 1e-12
+    assert torch.linalg.matrix_rank(j_eps).item() == d - 1
+    r_eps = (w.pow(2).mean() + eps).sqrt()
+    jr_eps = rmsnorm_jacobian(w, eps=eps)
+    assert (jr_eps @ w - (eps / r_eps ** 3) * w).abs().max().item() < 1e-12
+    assert torch.linalg.matrix_rank(jr_eps).item() == d
 
 
 # ---------------------------------------------------------------------------- BatchNorm vs LayerNorm

@@ -3,8 +3,11 @@
 - depth-gradients.svg  上：初始化时逐层参数梯度范数（Xavier 初始化，6 层与 12 层，Post-LN 与 Pre-LN）；
                        下：12 层栈里残差流的均方根随层号的变化
 - depth-gradients.md   逐层数字（Xavier 初始化）和首末层之比（两种初始化）
-- postln-warmup.svg    四种条件（Post/Pre-LN × 有无预热）的训练损失曲线，每个种子一条细线
-- postln-warmup.md     每种条件「学会 / 没学会 / 发散」的种子数和末尾损失
+- postln-warmup.svg    四种条件（Post/Pre-LN × 有无预热）的训练损失曲线，每个种子一条细线（full 预设）
+- postln-warmup.md     每种条件「学会 / 没学会 / 发散」的种子数、末尾损失、logits 对输入的依赖、
+                       第 1 步的逐层梯度首末之比（full 预设）
+- postln-warmup-sweep.md  峰值学习率 × 初始化 × 条件的网格：每格学会的种子数，以及每种条件
+                       全部种子都学会的最大峰值学习率（sweep 预设，results/postln-warmup-sweep.json）
 
 没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
 """
@@ -23,8 +26,8 @@ INIT_LABEL = {"xavier": "Xavier 均匀初始化", "torch-default": "PyTorch 默�
 
 
 def _pick(results: list[dict], kind: str) -> dict | None:
-    """优先 full 预设，其次 quick；tiny 只用于测试，不上页面。"""
-    mine = [r for r in of_kind(results, kind) if r.get("preset") != "tiny"]
+    """优先 full 预设，其次 quick；tiny 只用于测试，sweep 另有表格，都不在这里用。"""
+    mine = [r for r in of_kind(results, kind) if r.get("preset") not in ("tiny", "sweep")]
     mine.sort(key=lambda r: (r.get("preset") != "full", r.get("_file", "")))
     return mine[0] if mine else None
 
@@ -104,7 +107,8 @@ def render_depth_table(results: list[dict], out_dir: Path) -> None:
                                f"{pre['stream_rms'][-1]:.2f}"])
     setup = (f"设置：d_model = {cfg['d_model']}，h = {cfg['num_heads']}，d_ff = {cfg['d_ff']}，"
              f"批 {cfg['batch']} × 长度 {cfg['n']}，输入元素 ~ N(0, 1)，随机目标上的交叉熵，"
-             f"{cfg['dtype']}，dropout 0，种子 {cfg['seeds']} 的平均。\n\n"
+             f"{cfg['dtype']}，dropout 0，种子 {cfg['seeds']} 的平均；单线程 CPU，本次运行用时 "
+             f"{r['provenance']['runtime_s']:.0f} 秒。\n\n"
              "**逐层参数梯度范数 ‖∂L/∂θ_l‖（Xavier 初始化）**\n\n")
     text = (setup + md_table(head, rows) + "\n**首末层之比与残差流的增长**\n\n"
             + md_table(ratio_head, ratio_rows) + "\n" + md_caption(r))
@@ -128,7 +132,8 @@ def render_warmup_figure(results: list[dict], out_dir: Path) -> None:
     fig, ax = new_figure(FIG_WIDTH, 3.2)
     for cond, label in CONDITION_LABEL.items():
         color, style = CONDITION_STYLE[cond]
-        runs = [x for x in r["runs"] if (x["norm"], x["warmup"]) == cond and x["lr"] == lr]
+        runs = [x for x in r["runs"] if (x["norm"], x["warmup"]) == cond and x["lr"] == lr
+                and x["init"] == "torch-default"]
         for i, run in enumerate(runs):
             steps = [p["step"] for p in run["curve"]]
             losses = [p["loss"] for p in run["curve"]]
@@ -146,27 +151,109 @@ def render_warmup_figure(results: list[dict], out_dir: Path) -> None:
     save_svg(fig, out_dir / "postln-warmup.svg", sources=[r])
 
 
+def _median(values: list[float]) -> float:
+    values = sorted(values)
+    mid = len(values) // 2
+    return values[mid] if len(values) % 2 else (values[mid - 1] + values[mid]) / 2
+
+
+def _std_at(run: dict, step: int) -> float | None:
+    for point in run["curve"]:
+        if point["step"] == step:
+            return point["input_std"]
+    return None
+
+
+def _warmup_setup(r: dict) -> str:
+    cfg = r["config"]
+    return (f"设置：{cfg['num_layers']} 层编码器，d_model = {cfg['d_model']}，h = {cfg['num_heads']}，"
+            f"d_ff = {cfg['d_ff']}，词表 {cfg['vocab']}，长度 {cfg['n']}，批 {cfg['batch']}；任务：反序；"
+            f"Adam（β = {tuple(cfg['betas'])}，ε = {cfg['eps']:g}），{cfg['steps']} 步；"
+            f"预热：前 {cfg['warmup_steps']} 步线性升到峰值，之后不变；"
+            f"末尾损失 = 最后 {cfg['tail']} 步的平均，学会 < {cfg['learned_below']:g}，"
+            f"没学会 > {cfg['stuck_above']:.3f}（0.9·ln {cfg['vocab']}）；种子 {cfg['seeds']}；"
+            f"单线程 CPU，{len(r['runs'])} 次训练共用时 {r['provenance']['runtime_s'] / 60:.1f} 分钟。\n\n")
+
+
 def render_warmup_table(results: list[dict], out_dir: Path) -> None:
     r = _pick(results, WARMUP_KIND)
     if r is None:
         write_text(out_dir, "postln-warmup.md", NO_RESULTS)
         return
     cfg = r["config"]
-    head = ["峰值学习率", "条件", "学会（末尾损失 < %g）" % cfg["learned_below"],
-            "没学会（> %.3f）" % cfg["stuck_above"], "发散（NaN）", "末尾损失中位数（最小–最大）"]
+    probe_step = cfg["log_every"]
+    head = ["条件", "学会", "没学会", "发散（NaN）", "末尾损失中位数（最小–最大）",
+            f"logits 沿输入的标准差：初始化 → 第 {probe_step} 步（中位数）→ 训练后（最小–最大）",
+            "第 1 步梯度：末层 / 首层（最小–最大）"]
     rows = []
     for s in r["summary"]:
+        runs = [x for x in r["runs"] if (x["init"], x["norm"], x["warmup"], x["lr"]) ==
+                (s["init"], s["norm"], s["warmup"], s["lr"])]
         spread = ("—" if s["final_loss_median"] is None else
                   f"{s['final_loss_median']:.3f}（{s['final_loss_min']:.3f}–{s['final_loss_max']:.3f}）")
-        rows.append([f"{s['lr']:g}", CONDITION_LABEL[(s["norm"], s["warmup"])],
+        finals = [x["logit_std"]["final"]["across_inputs"] for x in runs if x["logit_std"]["final"]]
+        early = [v for v in (_std_at(x, probe_step) for x in runs) if v is not None]
+        dependence = (f"{_median([x['logit_std']['init']['across_inputs'] for x in runs]):.2f} → "
+                      f"{_median(early):.3f} → {min(finals):.3f}–{max(finals):.3f}" if finals and early else "—")
+        ratios = [x["grad_ratio"] for x in runs if x["grad_ratio"] is not None]
+        rows.append([CONDITION_LABEL[(s["norm"], s["warmup"])],
                      f"{s['n_learned']} / {s['n_seeds']}", f"{s['n_stuck']} / {s['n_seeds']}",
-                     f"{s['n_diverged']} / {s['n_seeds']}", spread])
-    setup = (f"设置：{cfg['num_layers']} 层编码器，d_model = {cfg['d_model']}，h = {cfg['num_heads']}，"
-             f"d_ff = {cfg['d_ff']}，词表 {cfg['vocab']}，长度 {cfg['n']}，批 {cfg['batch']}；任务：反序；"
-             f"Adam（β = {tuple(cfg['betas'])}，ε = {cfg['eps']:g}），{cfg['steps']} 步；"
-             f"预热：前 {cfg['warmup_steps']} 步线性升到峰值，之后不变；"
-             f"末尾损失 = 最后 {cfg['tail']} 步的平均；种子 {cfg['seeds']}；单线程 CPU。\n\n")
-    write_text(out_dir, "postln-warmup.md", setup + md_table(head, rows) + "\n" + md_caption(r))
+                     f"{s['n_diverged']} / {s['n_seeds']}", spread, dependence,
+                     f"{min(ratios):.2f}–{max(ratios):.2f}" if ratios else "—"])
+    note = (f"峰值学习率 {'、'.join(f'{lr:g}' for lr in cfg['lrs'])}，"
+            f"{'、'.join(INIT_LABEL[i] for i in cfg['inits'])}。"
+            f"logits 沿输入的标准差：在固定的 {cfg['probe_batch']} 条探测序列上，固定位置和词表项、"
+            "看不同输入之间 logits 差多少，再对位置和词表项取均方根；输出完全不依赖输入时为 0。\n\n")
+    write_text(out_dir, "postln-warmup.md", _warmup_setup(r) + note + md_table(head, rows) + "\n" + md_caption(r))
 
 
-RENDERERS = [render_depth_figure, render_depth_table, render_warmup_figure, render_warmup_table]
+def largest_learning_rate(r: dict, init: str, cond: tuple[str, bool]) -> float | None:
+    """这种 (初始化, 条件) 下，全部种子都学会的最大峰值学习率；一个都没有时为 None。"""
+    ok = [s["lr"] for s in r["summary"] if (s["init"], s["norm"], s["warmup"]) == (init, *cond)
+          and s["n_learned"] == s["n_seeds"]]
+    return max(ok) if ok else None
+
+
+def render_warmup_sweep_table(results: list[dict], out_dir: Path) -> None:
+    mine = [x for x in of_kind(results, WARMUP_KIND) if x.get("preset") == "sweep"]
+    if not mine:
+        write_text(out_dir, "postln-warmup-sweep.md", NO_RESULTS)
+        return
+    r = mine[0]
+    cfg = r["config"]
+    lrs = sorted(cfg["lrs"])
+    head = (["初始化", "条件"] + [f"峰值 {lr:g}" for lr in lrs]
+            + ["全部种子都学会的最大峰值", "第 1 步梯度：末层 / 首层（中位数）",
+               "没学会的训练：训练后 logits 沿输入的标准差（最小–最大）"])
+    rows = []
+    for init in cfg["inits"]:
+        for cond in CONDITION_LABEL:
+            cells = {s["lr"]: s for s in r["summary"] if (s["init"], s["norm"], s["warmup"]) == (init, *cond)}
+            if not cells:
+                continue
+            row = [INIT_LABEL[init], CONDITION_LABEL[cond]]
+            for lr in lrs:
+                s = cells[lr]
+                extra = [f"没学会 {s['n_stuck'] - s['n_diverged']}" if s["n_stuck"] > s["n_diverged"] else "",
+                         f"发散 {s['n_diverged']}" if s["n_diverged"] else ""]
+                extra = "，".join(e for e in extra if e)
+                row.append(f"{s['n_learned']} / {s['n_seeds']}" + (f"（{extra}）" if extra else ""))
+            best = largest_learning_rate(r, init, cond)
+            row.append("—" if best is None else f"{best:g}")
+            ratios = [x["grad_ratio"] for x in r["runs"] if (x["init"], x["norm"], x["warmup"]) == (init, *cond)
+                      and x["grad_ratio"] is not None]
+            row.append(f"{_median(ratios):.2f}" if ratios else "—")
+            stuck = [x["logit_std"]["final"]["across_inputs"] for x in r["runs"]
+                     if (x["init"], x["norm"], x["warmup"]) == (init, *cond) and x["stuck"] and x["logit_std"]["final"]]
+            row.append(f"{min(stuck):.3f}–{max(stuck):.3f}（{len(stuck)} 次）" if stuck else "—")
+            rows.append(row)
+    note = ("每格是「学会的种子数 / 种子数」，括号里是没学会（末尾损失仍在均匀猜测附近）和发散的种子数；"
+            "剩下的种子在 200 步末尾介于两个阈值之间（学得慢，不算失败也不算学会）。"
+            "第 1 步梯度之比与学习率和预热无关（第 1 步的参数相同），按初始化和归一化位置取全部种子的中位数。"
+            "最后一列只看没学会的训练：接近 0 表示输出已经不随输入变化（塌缩），明显大于 0 表示输出仍随输入变化、只是没学到任务。\n\n")
+    write_text(out_dir, "postln-warmup-sweep.md",
+               _warmup_setup(r) + note + md_table(head, rows) + "\n" + md_caption(r))
+
+
+RENDERERS = [render_depth_figure, render_depth_table, render_warmup_figure, render_warmup_table,
+             render_warmup_sweep_table]
