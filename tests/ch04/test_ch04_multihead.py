@@ -12,7 +12,7 @@ import torch
 import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
-from snippets.attention import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
+from snippets.attention import KVCache, MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
 from snippets.multihead import (GroupedQueryAttention, attention_params, head_contributions, kv_cache_bytes,
                                 multi_head_loop)
 from tests.support.copyrun import run_fresh
@@ -209,19 +209,38 @@ def test_parameter_counts():
     assert len({attention_params(d, h, h, False) for h in (1, 2, 4, 8, 16)}) == 1
 
 
+def cached_stack_matches_recompute(kv_heads: int, dtype: torch.dtype, tol: float) -> list[tuple[int, int]]:
+    """L GroupedQueryAttention layers with residuals, decoded one position at a time with the reader's KVCache.
+
+    Each step's output equals a full causal recompute of the prefix; returns (cache bytes, formula) per step."""
+    d, h, n_layers, batch, steps = 32, 4, 3, 2, 6
+    torch.manual_seed(kv_heads)
+    layers = [GroupedQueryAttention(d, h, kv_heads).to(dtype) for _ in range(n_layers)]
+    x = torch.randn(batch, steps, d, dtype=dtype)
+
+    def stack(inp, caches=None, mask=None):  # (batch, m, d) -> (batch, m, d)
+        for i, layer in enumerate(layers):
+            inp = inp + layer(inp, inp, inp, mask, cache=None if caches is None else caches[i])[0]
+        return inp
+
+    caches = [KVCache() for _ in layers]
+    sizes = []
+    for t in range(1, steps + 1):
+        step = stack(x[:, t - 1:t], caches)  # only the new position goes in
+        full = stack(x[:, :t], mask=causal_mask(t))[:, -1:]  # the whole prefix again, no cache
+        assert (step - full).abs().max() < tol
+        assert all(c.k.shape == (batch, kv_heads, t, d // h) for c in caches)
+        sizes.append((sum(c.nbytes() for c in caches),
+                      kv_cache_bytes(n_layers, t, kv_heads, d // h, torch.finfo(dtype).bits // 8, batch)))
+    return sizes
+
+
 @pytest.mark.claim("ch04-kv-cache-bytes", paper="§3.2.2",
-                   text="KV 缓存 = 2·L·B·t·g·d_k·b 字节，与实际缓存的 K、V 张量逐字节相等；L = 80、h = 64、d_k = 128、t = 4096、fp16 时 MHA 10 GiB、GQA（g = 8）1.25 GiB、MQA 160 MiB")
+                   text="KV 缓存 = 2·L·B·t·g·d_k·b 字节：3 层 GroupedQueryAttention（h = 4，g ∈ {4, 2, 1}）逐位置增量解码，每一步的输出与整段重算一致，读者的 KVCache 实际保存的 K、V 张量每一步都与公式逐字节相等；L = 80、h = 64、d_k = 128、t = 4096、fp16 时 MHA 10 GiB、GQA（g = 8）1.25 GiB、MQA 160 MiB")
 def test_kv_cache_bytes():
-    for kv_heads, dtype in ((8, torch.float16), (2, torch.float32), (1, torch.bfloat16)):
-        torch.manual_seed(0)
-        g = GroupedQueryAttention(64, 8, kv_heads).to(dtype)
-        layers, batch, t = 3, 2, 11
-        cache = []
-        for _ in range(layers):  # what a decoder keeps per layer: the K and V heads, before repeat_interleave
-            x = torch.randn(batch, t, 64, dtype=dtype)
-            cache += [g.w_k(x).view(batch, t, kv_heads, 8).transpose(1, 2), g.w_v(x).view(batch, t, kv_heads, 8).transpose(1, 2)]
-        actual = sum(c.numel() * c.element_size() for c in cache)
-        assert actual == kv_cache_bytes(layers, t, kv_heads, 8, torch.finfo(dtype).bits // 8, batch)
+    for kv_heads, dtype, tol in ((4, torch.float64, 1e-12), (2, torch.float32, 1e-5), (1, torch.float64, 1e-12)):
+        sizes = cached_stack_matches_recompute(kv_heads, dtype, tol)
+        assert all(actual == formula for actual, formula in sizes), (kv_heads, sizes)
     gib, mib = 2**30, 2**20
     mha, gqa, mqa = (kv_cache_bytes(80, 4096, g, 128, 2) for g in (64, 8, 1))
     assert (mha / gib, gqa / gib, mqa / mib) == (10, 1.25, 160)
