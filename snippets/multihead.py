@@ -74,7 +74,7 @@ class GroupedQueryAttention(nn.Module):
     w_q、w_o 与 MHA 相同（d_model × d_model）；w_k、w_v 只有 d_model × (n_kv_heads·d_head)。
     不带偏置时参数量 2·d_model² + 2·d_model·(n_kv_heads·d_head)。
     forward 的参数、掩码约定和返回值与 MultiHeadAttention 相同：out (batch, n_q, d_model)，
-    weights (batch, n_heads, n_q, n_k)。cache（第 01 章的 KVCache）存的是 repeat_interleave **之前**的
+    weights (batch, n_heads, n_q, n_k)。cache（第 02 章的 KVCache）存的是 repeat_interleave **之前**的
     n_kv_heads 个 K、V 头：k、v 各 (batch, n_kv_heads, t, d_head)，这正是 GQA 省下的缓存。
     """
 

@@ -136,5 +136,6 @@ def test_invalid_results_are_not_written(tmp_path):
 def test_renderer_writes_placeholders_without_results(tmp_path):
     for fn in ch04_heads.RENDERERS:
         fn([], tmp_path)
-    for name in ("heads-sweep.md", "heads-ablation.md", "heads-sweep.svg", "heads-attention.svg", "heads-pruning.svg"):
+    for name in ("heads-sweep.md", "heads-ablation.md", "heads-long.md", "heads-sweep.svg", "heads-attention.svg",
+                 "heads-pruning.svg"):
         assert "尚无测量结果" in (tmp_path / name).read_text(encoding="utf-8")
