@@ -19,7 +19,8 @@
 预设：
 - full：h ∈ {1, 2, …, 64}，3 个种子，各 600 步 → results/multi-head.json；
 - long：只训练页面讨论的 h ∈ {1, 8, 64}，2 个种子，各 6000 步，在 checkpoints 列出的步数上记下测试准确率
-  （前 600 步与 full 完全相同：同样的初始化、数据流和测试集）→ results/multi-head-long.json。
+  （与 full 同样的初始化种子、数据流和测试集；第 600 步的准确率与 full 的同一组 (h, 种子) 相差不到
+  1 个百分点，差别来自 full 运行之后代码里浮点运算顺序的改动）→ results/multi-head-long.json。
   600 步的结果读的是「600 步内学到多少」；long 回答「再多练会不会学会」，即学习速度与种子依赖。
 
 运行：python -m snippets.experiments.heads --preset full   （CPU，单线程，约 4.5 分钟 CPU 时间；机器繁忙时墙钟更久）

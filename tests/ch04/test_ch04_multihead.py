@@ -270,7 +270,7 @@ def test_kv_cache_bytes():
     assert_states(CH04, "10GiB", "1.25GiB", "160MiB")
 
 
-@pytest.mark.claim("ch04-mla-cache", title="MLA 的缓存", paper="§3.2.2",
+@pytest.mark.claim("ch04-mla-cache", title="DeepSeek-V2 的 MLA 每词元每层缓存 576 个数", paper="§3.2.2",
                    text="MLA 的缓存（DeepSeek-V2，arXiv 2405.04434）：每词元每层 d_c + d_h^R = 512 + 64 = 576 个数；128 个头、头宽 128 的 MHA 按 kv_cache_bytes 是 2·128·128 = 32768 个，MLA 只占 1.76%，与 g = 2.25 组的 GQA 一样多；页面写出这些数")
 def test_mla_cache_against_mha_and_gqa():
     d_c, d_rope, heads, d_head = 512, 64, 128, 128  # DeepSeek-V2's latent width, decoupled RoPE key width, heads

@@ -192,7 +192,7 @@ def render_long_table(results: list[dict], out_dir: Path) -> None:
         rows.append([run["h"], run["d_k"], run["seed"]] + [_pct(acc[s]) for s in steps])
     setup = (f"与上面的 full 预设同一个任务、模型、学习率 {c['lr']}、批大小 {c['batch_size']} 和 {c['eval_size']} 条测试序列，"
              f"只训练 h ∈ {{{', '.join(str(h) for h in c['heads'])}}}，种子 {c['seeds']}，每个 {c['steps']} 步，"
-             f"在表头的步数上评估（前 {steps[0]} 步与 full 预设的同一个模型完全相同）；单线程 CPU。\n\n")
+             f"在表头的步数上评估；初始化种子与训练数据和 full 预设相同。单线程 CPU。\n\n")
     write_text(out_dir, LONG_MD, setup + md_table(head, rows) + "\n" + md_caption(r))
 
 
