@@ -73,8 +73,9 @@ class GroupedQueryAttention(nn.Module):
     n_kv_heads = 1：所有查询头共用一对 K、V，就是多查询注意力（MQA，Shazeer, 2019）。
     w_q、w_o 与 MHA 相同（d_model × d_model）；w_k、w_v 只有 d_model × (n_kv_heads·d_head)。
     不带偏置时参数量 2·d_model² + 2·d_model·(n_kv_heads·d_head)。
-    forward 的参数（没有 cache）、掩码约定和返回值与 MultiHeadAttention 相同：out (batch, n_q, d_model)，
-    weights (batch, n_heads, n_q, n_k)。
+    forward 的参数、掩码约定和返回值与 MultiHeadAttention 相同：out (batch, n_q, d_model)，
+    weights (batch, n_heads, n_q, n_k)。cache（第 02 章的 KVCache）存的是 repeat_interleave **之前**的
+    n_kv_heads 个 K、V 头：k、v 各 (batch, n_kv_heads, t, d_head)，这正是 GQA 省下的缓存。
     """
 
     check_inputs = True
@@ -99,15 +100,20 @@ class GroupedQueryAttention(nn.Module):
         self.w_v = nn.Linear(d_model, d_kv, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)  # W^O
 
-    def forward(self, query, key, value, mask=None):
+    def forward(self, query, key, value, mask=None, cache=None):
         if self.check_inputs:
             # 形状、dtype、掩码的检查与 MHA 完全一样：复用第 01 章的那一份
-            _check_mha_inputs(self, query, key, value, mask)
+            _check_mha_inputs(self, query, key, value, mask, cache)
         batch, n_q, _ = query.shape
         n_k = key.shape[1]
         q = self.w_q(query).view(batch, n_q, self.n_heads, self.d_head).transpose(1, 2)  # (batch, h, n_q, d_head)
-        k = self.w_k(key).view(batch, n_k, self.n_kv_heads, self.d_head).transpose(1, 2)  # (batch, g, n_k, d_head)
-        v = self.w_v(value).view(batch, n_k, self.n_kv_heads, self.d_head).transpose(1, 2)  # (batch, g, n_k, d_head)
+        if cache is not None and cache.static and cache.k is not None:
+            k, v = cache.k, cache.v  # 交叉注意力：第一次算好的 K、V，之后只读
+        else:
+            k = self.w_k(key).view(batch, n_k, self.n_kv_heads, self.d_head).transpose(1, 2)  # (batch, g, n_k, d_head)
+            v = self.w_v(value).view(batch, n_k, self.n_kv_heads, self.d_head).transpose(1, 2)  # (batch, g, n_k, d_head)
+            if cache is not None:
+                k, v = cache.update(k, v)  # 缓存 g 个头，不是 h 个：(batch, g, t, d_head)
         # 第 j 组的 K、V 头给查询头 j·group … (j+1)·group − 1 共用：沿头这一维重复 group 次
         k = k.repeat_interleave(self.group, dim=1)  # (batch, h, n_k, d_head)
         v = v.repeat_interleave(self.group, dim=1)

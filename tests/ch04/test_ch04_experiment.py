@@ -12,9 +12,11 @@ import pytest
 from sitebuild.generate.render import ch04_heads
 from snippets.experiments import heads
 from snippets.results import ResultsError, load_results, write_results
+from tests.support.pages import assert_states, chapter
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "multi-head.json"
+LONG = ROOT / "results" / "multi-head-long.json"
 FILE = "results/multi-head.json"
 
 # thresholds stated on the page (docs/chapters/04-multi-head/index.md, 实验)
@@ -23,6 +25,10 @@ MANY_MAX, MANY_GAP = 0.60, 0.40
 CRIT_DROP, QUIET_N = 0.50, 2
 PRUNE8, PRUNE16 = 2, 8
 SPREAD_MAX = 0.50
+# thresholds for the long preset (6000 steps), stated on the page (code.md, 再多练会怎样)
+LONG_MANY_3000, LONG_MANY_END = 0.95, 0.97
+LONG_SINGLE_PLATEAU, LONG_SINGLE_ESCAPED, LONG_SINGLE_STUCK = 0.15, 0.70, 0.10
+FULL_VS_LONG_600 = 0.01
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +36,21 @@ def committed() -> dict:
     data = load_results(RESULTS)  # validates against results/schema/multi-head.schema.json
     assert data["kind"] == heads.KIND and data["preset"] == "full"
     return data
+
+
+@pytest.fixture(scope="module")
+def long_run() -> dict:
+    data = load_results(LONG)  # the same schema, preset "long"
+    assert data["kind"] == heads.KIND and data["preset"] == "long"
+    assert data["config"] == {**heads.PRESETS["long"], "optimizer": "Adam", "threads": 1,
+                              "prune_tolerance": heads.PRUNE_TOLERANCE}
+    assert not data["provenance"]["git"]["dirty"]
+    return data
+
+
+def curve(data: dict, h: int) -> dict[int, dict[int, float]]:
+    """seed -> {step: test accuracy} for every run with h heads."""
+    return {r["seed"]: {p["step"]: p["accuracy"] for p in r["curve"]} for r in data["runs"] if r["h"] == h}
 
 
 def summary(data: dict) -> dict[int, dict]:
@@ -65,7 +86,7 @@ def test_sweep_keeps_parameters_fixed(committed):
 
 
 @pytest.mark.claim("ch04-sweep-single-head", paper="§3.2.2", results="results/multi-head.json",
-                   text="单头几乎学不会「同时取回三个邻居」：h = 1 每个种子的准确率都低于 15%；h = 2 每个种子都低于 80%；h = 4 到 32 每个种子都 ≥ 99.9%")
+                   text="600 步的训练预算内，单头停在平台上：h = 1 每个种子的准确率都低于 15%；h = 2 每个种子都低于 80%；h = 4 到 32 每个种子都 ≥ 99.9%")
 def test_single_head_cannot_attend_three_places(committed):
     s = summary(committed)
     assert s[1]["accuracy_max"] < SINGLE_MAX
@@ -75,7 +96,7 @@ def test_single_head_cannot_attend_three_places(committed):
 
 
 @pytest.mark.claim("ch04-sweep-too-many", paper="§6.2", results="results/multi-head.json",
-                   text="头太多也变差：h = 64（d_k = 1）每个种子的准确率都低于 60%，比 h = 4 到 32 中最差的种子低 40 个百分点以上")
+                   text="600 步的训练预算内，头太多也变差：h = 64（d_k = 1）每个种子的准确率都低于 60%，比 h = 4 到 32 中最差的种子低 40 个百分点以上")
 def test_too_many_heads_hurt(committed):
     s = summary(committed)
     good = min(s[h]["accuracy_min"] for h in (4, 8, 16, 32))
@@ -111,6 +132,44 @@ def test_critical_heads_point_at_the_task_offsets(committed):
         assert r["heads"][0]["top_mass"] < SPREAD_MAX
 
 
+def test_long_run_covers_its_heads_and_steps_and_agrees_with_the_full_preset(long_run, committed):
+    cfg = long_run["config"]
+    assert {1, 8, 64} <= set(cfg["heads"]) and len(cfg["seeds"]) >= 2 and cfg["steps"] >= 6000
+    assert {(r["h"], r["seed"]) for r in long_run["runs"]} == {(h, s) for h in cfg["heads"] for s in cfg["seeds"]}
+    full = {(r["h"], r["seed"]): r["accuracy"] for r in committed["runs"]}
+    for r in long_run["runs"]:
+        assert [p["step"] for p in r["curve"]] == cfg["checkpoints"] and cfg["checkpoints"][-1] == cfg["steps"]
+        assert r["curve"][-1]["accuracy"] == r["accuracy"]  # the last checkpoint is the final model
+        # step 600 of the long run is the full preset's model up to float details of the code since then
+        at600 = next(p["accuracy"] for p in r["curve"] if p["step"] == committed["config"]["steps"])
+        assert abs(at600 - full[(r["h"], r["seed"])]) < FULL_VS_LONG_600
+
+
+@pytest.mark.claim("ch04-long-many-heads", paper="§6.2", results="results/multi-head-long.json",
+                   title="h = 64 训练到 6000 步",
+                   text="h = 64（d_k = 1）600 步时的失败是学习速度，不是秩的上限：同样的设置训练到 6000 步（2 个种子），600 步时都低于 60%，3000 步时每个种子都 ≥ 95%，6000 步时都 ≥ 97%")
+def test_many_heads_learn_given_more_steps(long_run):
+    for seed, acc in curve(long_run, 64).items():
+        assert acc[600] < MANY_MAX
+        assert acc[3000] >= LONG_MANY_3000
+        assert acc[6000] >= LONG_MANY_END
+    assert_states(chapter("04") + "code.md", f"低于{MANY_MAX:.0%}", f"3000步时都≥{LONG_MANY_3000:.0%}",
+                  f"6000步时都≥{LONG_MANY_END:.0%}")
+
+
+@pytest.mark.claim("ch04-long-single-head", paper="§3.2.2", results="results/multi-head-long.json",
+                   title="h = 1 训练到 6000 步",
+                   text="h = 1 训练到 6000 步（2 个种子）：3000 步时两个种子都还低于 15%；之后一个种子走出平台，6000 步时 ≥ 70%，另一个到 6000 步仍低于 10%；h = 8 在每个检查点都 ≥ 99.9%。单头学得慢、依赖种子，但不是学不会")
+def test_single_head_is_slow_and_seed_dependent(long_run):
+    single = curve(long_run, 1)
+    assert all(acc[3000] < LONG_SINGLE_PLATEAU for acc in single.values())
+    final = sorted(acc[6000] for acc in single.values())
+    assert final[-1] >= LONG_SINGLE_ESCAPED and final[0] < LONG_SINGLE_STUCK
+    assert all(a >= GOOD_MIN for acc in curve(long_run, 8).values() for a in acc.values())
+    assert_states(chapter("04") + "code.md", f"3000步时两个种子都还低于{LONG_SINGLE_PLATEAU:.0%}",
+                  f"6000步时≥{LONG_SINGLE_ESCAPED:.0%}", f"仍低于{LONG_SINGLE_STUCK:.0%}", f"≥{GOOD_MIN:.1%}")
+
+
 @pytest.mark.slow
 def test_tiny_smoke_run_writes_a_valid_file_and_renders(tmp_path):
     out = tmp_path / "mh.json"
@@ -125,6 +184,23 @@ def test_tiny_smoke_run_writes_a_valid_file_and_renders(tmp_path):
     assert "数据文件" in (tmp_path / "heads-sweep.md").read_text()
 
 
+@pytest.mark.slow
+def test_long_preset_records_a_curve_and_renders(tmp_path, monkeypatch):
+    small = {**heads.PRESETS["tiny"], "checkpoints": [10, 20], "map_heads_max": 1}
+    monkeypatch.setitem(heads.PRESETS, "long", small)
+    out = tmp_path / "long.json"
+    assert heads.main(["--preset", "long", "--out", str(out)]) == 0
+    data = load_results(out)
+    assert data["preset"] == "long"
+    for r in data["runs"]:
+        assert [p["step"] for p in r["curve"]] == [10, 20] and r["curve"][-1]["accuracy"] == r["accuracy"]
+    ch04_heads.render_long_table([data], tmp_path)
+    table = (tmp_path / "heads-long.md").read_text(encoding="utf-8")
+    assert "| 10 步 | 20 步 |" in table and "数据文件" in table
+    ch04_heads.render_sweep_table([data], tmp_path)  # the 600-step table never shows the long file
+    assert "尚无测量结果" in (tmp_path / "heads-sweep.md").read_text(encoding="utf-8")
+
+
 def test_invalid_results_are_not_written(tmp_path):
     data = json.loads(RESULTS.read_text(encoding="utf-8"))
     data["runs"][0]["accuracy"] = 1.5
@@ -136,5 +212,6 @@ def test_invalid_results_are_not_written(tmp_path):
 def test_renderer_writes_placeholders_without_results(tmp_path):
     for fn in ch04_heads.RENDERERS:
         fn([], tmp_path)
-    for name in ("heads-sweep.md", "heads-ablation.md", "heads-sweep.svg", "heads-attention.svg", "heads-pruning.svg"):
+    for name in ("heads-sweep.md", "heads-ablation.md", "heads-long.md", "heads-sweep.svg", "heads-attention.svg",
+                 "heads-pruning.svg"):
         assert "尚无测量结果" in (tmp_path / name).read_text(encoding="utf-8")

@@ -10,9 +10,10 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
-from snippets.attention import MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
+from snippets.attention import KVCache, MultiHeadAttention, causal_mask, padding_mask, scaled_dot_product_attention
 from snippets.multihead import (GroupedQueryAttention, attention_params, head_contributions, kv_cache_bytes,
                                 multi_head_loop)
 from tests.support.copyrun import run_fresh
@@ -77,20 +78,42 @@ def test_wo_is_a_sum_over_heads():
             assert (parts[:, 1:].sum(1) + m.w_o.bias - m.w_o(zeroed)).abs().max() < 1e-12
 
 
+class AtenOps(TorchDispatchMode):
+    """Records every aten op a forward pass runs: (name, input shapes, output shape)."""
+
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        shapes = [tuple(a.shape) for a in args if isinstance(a, torch.Tensor)]
+        self.ops.append((func.__name__, shapes, tuple(out.shape) if isinstance(out, torch.Tensor) else None))
+        return out
+
+
 @pytest.mark.claim("ch04-what-grows-with-h", paper="§3.2.2",
-                   text="h 变大时矩阵乘法的 FLOPs 不变，变的是：注意力权重有 h·n² 个、每个头的内积只有 d_k = d/h 维")
+                   text="h 变大时矩阵乘法的 FLOPs 不变（FlopCounterMode），变的是（数 MultiHeadAttention 前向实际执行的 aten 运算）：softmax 处理 h·n² 个分数，算分数的批量矩阵乘法做 h·n² 个内积、每个只有 d_k = d/h 维")
 def test_flops_fixed_weights_grow_with_h():
     d, n = 64, 10
-    flops, sizes = set(), []
+    flops = set()
     for h in (1, 2, 4, 8, 16):
         m = MultiHeadAttention(d, h)
         x = torch.randn(1, n, d)
         with FlopCounterMode(display=False) as counter:
-            _, w = m(x, x, x)
+            m(x, x, x)
         flops.add(counter.get_total_flops())
-        sizes.append((w.numel(), m.d_head))
+        with AtenOps() as trace:
+            m(x, x, x)
+        softmax = [shapes[0] for name, shapes, _ in trace.ops if "softmax" in name]
+        assert sum(torch.Size(s).numel() for s in softmax) == h * n * n  # exponentials the softmax takes
+        scores = [shapes for name, shapes, out in trace.ops  # the QKᵀ product: its output ends in (n, n)
+                  if name.startswith(("bmm", "mm", "matmul")) and out[-2:] == (n, n)]
+        assert len(scores) == 1
+        a, b = scores[0]
+        assert a[-1] == b[-2] == d // h  # each dot product is d_k = d/h long
+        assert torch.Size(a[:-1]).numel() * b[-1] == h * n * n  # … and there are h·n² of them
     assert len(flops) == 1
-    assert sizes == [(h * n * n, d // h) for h in (1, 2, 4, 8, 16)]
 
 
 @pytest.mark.claim("ch04-rank-bound", paper="§3.2.2",
@@ -209,23 +232,56 @@ def test_parameter_counts():
     assert len({attention_params(d, h, h, False) for h in (1, 2, 4, 8, 16)}) == 1
 
 
+def cached_stack_matches_recompute(kv_heads: int, dtype: torch.dtype, tol: float) -> list[tuple[int, int]]:
+    """L GroupedQueryAttention layers with residuals, decoded one position at a time with the reader's KVCache.
+
+    Each step's output equals a full causal recompute of the prefix; returns (cache bytes, formula) per step."""
+    d, h, n_layers, batch, steps = 32, 4, 3, 2, 6
+    torch.manual_seed(kv_heads)
+    layers = [GroupedQueryAttention(d, h, kv_heads).to(dtype) for _ in range(n_layers)]
+    x = torch.randn(batch, steps, d, dtype=dtype)
+
+    def stack(inp, caches=None, mask=None):  # (batch, m, d) -> (batch, m, d)
+        for i, layer in enumerate(layers):
+            inp = inp + layer(inp, inp, inp, mask, cache=None if caches is None else caches[i])[0]
+        return inp
+
+    caches = [KVCache() for _ in layers]
+    sizes = []
+    for t in range(1, steps + 1):
+        step = stack(x[:, t - 1:t], caches)  # only the new position goes in
+        full = stack(x[:, :t], mask=causal_mask(t))[:, -1:]  # the whole prefix again, no cache
+        assert (step - full).abs().max() < tol
+        assert all(c.k.shape == (batch, kv_heads, t, d // h) for c in caches)
+        sizes.append((sum(c.nbytes() for c in caches),
+                      kv_cache_bytes(n_layers, t, kv_heads, d // h, torch.finfo(dtype).bits // 8, batch)))
+    return sizes
+
+
 @pytest.mark.claim("ch04-kv-cache-bytes", paper="§3.2.2",
-                   text="KV 缓存 = 2·L·B·t·g·d_k·b 字节，与实际缓存的 K、V 张量逐字节相等；L = 80、h = 64、d_k = 128、t = 4096、fp16 时 MHA 10 GiB、GQA（g = 8）1.25 GiB、MQA 160 MiB")
+                   text="KV 缓存 = 2·L·B·t·g·d_k·b 字节：3 层 GroupedQueryAttention（h = 4，g ∈ {4, 2, 1}）逐位置增量解码，每一步的输出与整段重算一致，读者的 KVCache 实际保存的 K、V 张量每一步都与公式逐字节相等；L = 80、h = 64、d_k = 128、t = 4096、fp16 时 MHA 10 GiB、GQA（g = 8）1.25 GiB、MQA 160 MiB")
 def test_kv_cache_bytes():
-    for kv_heads, dtype in ((8, torch.float16), (2, torch.float32), (1, torch.bfloat16)):
-        torch.manual_seed(0)
-        g = GroupedQueryAttention(64, 8, kv_heads).to(dtype)
-        layers, batch, t = 3, 2, 11
-        cache = []
-        for _ in range(layers):  # what a decoder keeps per layer: the K and V heads, before repeat_interleave
-            x = torch.randn(batch, t, 64, dtype=dtype)
-            cache += [g.w_k(x).view(batch, t, kv_heads, 8).transpose(1, 2), g.w_v(x).view(batch, t, kv_heads, 8).transpose(1, 2)]
-        actual = sum(c.numel() * c.element_size() for c in cache)
-        assert actual == kv_cache_bytes(layers, t, kv_heads, 8, torch.finfo(dtype).bits // 8, batch)
+    for kv_heads, dtype, tol in ((4, torch.float64, 1e-12), (2, torch.float32, 1e-5), (1, torch.float64, 1e-12)):
+        sizes = cached_stack_matches_recompute(kv_heads, dtype, tol)
+        assert all(actual == formula for actual, formula in sizes), (kv_heads, sizes)
     gib, mib = 2**30, 2**20
     mha, gqa, mqa = (kv_cache_bytes(80, 4096, g, 128, 2) for g in (64, 8, 1))
     assert (mha / gib, gqa / gib, mqa / mib) == (10, 1.25, 160)
     assert_states(CH04, "10GiB", "1.25GiB", "160MiB")
+
+
+@pytest.mark.claim("ch04-mla-cache", title="DeepSeek-V2 的 MLA 每词元每层缓存 576 个数", paper="§3.2.2",
+                   text="MLA 的缓存（DeepSeek-V2，arXiv 2405.04434）：每词元每层 d_c + d_h^R = 512 + 64 = 576 个数；128 个头、头宽 128 的 MHA 按 kv_cache_bytes 是 2·128·128 = 32768 个，MLA 只占 1.76%，与 g = 2.25 组的 GQA 一样多；页面写出这些数")
+def test_mla_cache_against_mha_and_gqa():
+    d_c, d_rope, heads, d_head = 512, 64, 128, 128  # DeepSeek-V2's latent width, decoupled RoPE key width, heads
+    mla = d_c + d_rope
+    mha = kv_cache_bytes(1, 1, heads, d_head, bytes_per_value=1)  # numbers per token per layer
+    assert (mla, mha) == (576, 32768)
+    g_equiv = mla / (2 * d_head)  # the GQA group count with the same cache
+    assert g_equiv == 2.25 and kv_cache_bytes(1, 1, 9, d_head, bytes_per_value=1) == 4 * mla  # g = 9 = 4·2.25 caches 4× as much
+    ratio = f"{100 * mla / mha:.2f}%"
+    assert ratio == "1.76%"
+    assert_states(CH04, "512+64=576", "2·128·128=32768".replace("·", "\\cdot"), ratio, f"{g_equiv}组")
 
 
 BAD = [
@@ -255,16 +311,21 @@ def test_bad_input(name, call, exc, parts):
 
 
 @pytest.mark.claim("ch04-base-dims", paper="§3.2.2",
-                   text="论文的 h = 8、d_k = d_v = d_model/h = 64；表 3 (A) 每一行都保持 h·d_k = 512，所以参数量与 FLOPs 都相同（页面写出各行的 d_k）")
+                   text="论文的 h = 8、d_k = d_v = d_model/h = 64；表 3 (A) 每一行都保持 h·d_k = 512（MultiHeadAttention(512, h) 的头宽等于页面写的 d_k）；页面按 h 写出的 BLEU、单头差 0.9、h = 32 比最好低 0.4，以及表 3 (B) 的 d_k = 32、16 两行，与 snippets/experiments/heads.py 里抄录的表 3 一致")
 def test_paper_dimensions():
-    from snippets.experiments.heads import PAPER_TABLE3_A
+    from snippets.experiments.heads import PAPER_TABLE3_A, PAPER_TABLE3_B
     assert MultiHeadAttention(512, 8).d_head == 64
     for row in PAPER_TABLE3_A:
         assert MultiHeadAttention(512, row["h"]).d_head == row["d_k"]
         assert_states(CH04, f"h={row['h']}", f"d_k={row['d_k']}")
+        assert_states(CH04, f"h={row['h']}{'（base）' if row['h'] == 8 else ''}：{row['bleu']}")  # BLEU in h order
     best = max(r["bleu"] for r in PAPER_TABLE3_A)
-    single = next(r["bleu"] for r in PAPER_TABLE3_A if r["h"] == 1)
-    assert_states(CH04, f"{best - single:.1f}BLEU")  # "single-head attention is 0.9 BLEU worse"
+    bleu = {r["h"]: r["bleu"] for r in PAPER_TABLE3_A}
+    assert_states(CH04, f"{best - bleu[1]:.1f}BLEU")  # "single-head attention is 0.9 BLEU worse"
+    assert_states(CH04, f"h=32比最好低{best - bleu[32]:.1f}")
+    for row in PAPER_TABLE3_B:  # (B): h = 8, only d_k shrinks, so h·d_k < 512
+        assert row["h"] * row["d_k"] < 512
+        assert_states(CH04, f"d_k={row['d_k']}：{row['bleu']}")
 
 
 def test_page_sections_run_and_work_together(tmp_path):

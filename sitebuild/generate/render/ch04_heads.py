@@ -6,6 +6,7 @@
 - heads-attention.svg  种子 0 的平均注意力图：h = 1 的唯一一个头，和 h = 8 的 8 个头
 - heads-pruning.svg    h = 8 与 h = 16：按单头消融代价从小到大累积剪头，准确率随剪掉头数的变化
 - heads-ablation.md    h = 8 的每个头：最常看的相对位移、那里的注意力质量、单头消融后的准确率下降
+- heads-long.md        long 预设（results/multi-head-long.json）：h ∈ {1, 8, 64} 各种子在中途各步数上的测试准确率
 
 没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
 """
@@ -24,13 +25,14 @@ from snippets.experiments.heads import PAPER_TABLE3_A
 KIND = "multi-head"
 SWEEP_SVG, SWEEP_MD = "heads-sweep.svg", "heads-sweep.md"
 MAPS_SVG, PRUNE_SVG, ABLATION_MD = "heads-attention.svg", "heads-pruning.svg", "heads-ablation.md"
+LONG_MD = "heads-long.md"
 MAP_H = 8  # 注意力图与消融表用 h = 8（论文 base 的头数）
 PRUNE_H = (8, 16)
 
 
 def _pick(results: list[dict]) -> dict | None:
-    """优先 full 预设，其次 quick；tiny 只用于测试，不上页面。"""
-    mine = [r for r in of_kind(results, KIND) if r.get("preset") != "tiny"]
+    """优先 full 预设，其次 quick；tiny 只用于测试，不上页面；long 只有三个 h，由 render_long_table 单独读。"""
+    mine = [r for r in of_kind(results, KIND) if r.get("preset") not in ("tiny", "long")]
     mine.sort(key=lambda r: (r.get("preset") != "full", r.get("_file", "")))
     return mine[0] if mine else None
 
@@ -174,4 +176,25 @@ def render_ablation_table(results: list[dict], out_dir: Path) -> None:
     write_text(out_dir, ABLATION_MD, note + md_table(head, rows) + "\n" + md_caption(r))
 
 
-RENDERERS = [render_sweep_figure, render_sweep_table, render_maps, render_pruning, render_ablation_table]
+def render_long_table(results: list[dict], out_dir: Path) -> None:
+    """long 预设：每个 (h, 种子) 一行，列是各检查点的测试准确率；最后一列是训练完后能剪掉的头。"""
+    mine = [r for r in of_kind(results, KIND) if r.get("preset") == "long"]
+    if not mine:
+        write_text(out_dir, LONG_MD, NO_RESULTS)
+        return
+    r = sorted(mine, key=lambda x: x.get("_file", ""))[0]
+    c = r["config"]
+    steps = c["checkpoints"]
+    head = ["h", "d_k", "种子"] + [f"{s} 步" for s in steps]
+    rows = []
+    for run in sorted(r["runs"], key=lambda x: (x["h"], x["seed"])):
+        acc = {p["step"]: p["accuracy"] for p in run["curve"]}
+        rows.append([run["h"], run["d_k"], run["seed"]] + [_pct(acc[s]) for s in steps])
+    setup = (f"与上面的 full 预设同一个任务、模型、学习率 {c['lr']}、批大小 {c['batch_size']} 和 {c['eval_size']} 条测试序列，"
+             f"只训练 h ∈ {{{', '.join(str(h) for h in c['heads'])}}}，种子 {c['seeds']}，每个 {c['steps']} 步，"
+             f"在表头的步数上评估；初始化种子与训练数据和 full 预设相同。单线程 CPU。\n\n")
+    write_text(out_dir, LONG_MD, setup + md_table(head, rows) + "\n" + md_caption(r))
+
+
+RENDERERS = [render_sweep_figure, render_sweep_table, render_maps, render_pruning, render_ablation_table,
+             render_long_table]
