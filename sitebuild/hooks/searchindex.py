@@ -279,6 +279,17 @@ def _names(title: str, term: str) -> bool:
     return re.search(rf"(?<![A-Za-z0-9_]){re.escape(term.lower())}(?![A-Za-z0-9_])", title) is not None
 
 
+# An erratum's section keeps only its corrected statement (the row 现在写的 of its table, up to the
+# row 为什么): the old wording, the reasons and the sources restate chapters, and an errata page that
+# grows with every correction would otherwise be the largest page of the index.
+ERRATUM_NOW = re.compile("现在\u200b?写\u200b?的 (.*?) 为什么 ", re.S)
+
+
+def erratum_text(text: str) -> str:
+    m = ERRATUM_NOW.search(text)
+    return m.group(1) if m else text
+
+
 def clean_entry(entry: dict) -> dict:
     """One index entry as readers should meet it: plain math, no ¶, boosted, with spellings."""
     title = plain_math(entry["title"]).replace("¶", "").strip()
@@ -287,6 +298,8 @@ def clean_entry(entry: dict) -> dict:
     text = re.sub(r"[ \t\n]{2,}", " ", text).strip()
     entry = {**entry, "title": REDUNDANT_ZWSP.sub("", title), "text": REDUNDANT_ZWSP.sub("", text)}
     location = entry["location"]
+    if "#" in location and _under(location, ["errata"]):
+        entry["text"] = erratum_text(entry["text"])
     for page, boost in (SECTION_BOOST if "#" in location else PAGE_BOOST).items():
         if _under(location, [page]):
             entry["boost"] = boost

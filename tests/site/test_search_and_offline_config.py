@@ -5,7 +5,9 @@ only, plain math, its byte budget), and mkdocs-offline.yml staying in step with 
 from __future__ import annotations
 
 import gzip
+import html
 import json
+import re
 
 import pytest
 
@@ -110,3 +112,19 @@ def test_offline_config_tracks_main():
     assert offline["nav"] == main["nav"] and offline["markdown_extensions"] == main["markdown_extensions"]
     # lists replace lists under INHERIT: the offline config restates main's hooks, then adds its own
     assert list(offline["hooks"]) == [*main["hooks"], "sitebuild/hooks/iframeworker.py"]
+
+
+def test_an_erratum_is_indexed_by_its_corrected_statement(built_site):
+    """An erratum's section in the index holds what the page says now, not the old wording, the
+    reasons or the sources (sitebuild/hooks/searchindex.py: erratum_text)."""
+    from sitebuild.generate.render.page_errata import load
+
+    def plain(text: str) -> str:
+        return re.sub(r"<[^>]+>|[\s\u200b]", "", html.unescape(text))
+
+    docs = json.loads((built_site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    indexed = {d["location"].split("#", 1)[1]: d["text"] for d in docs if d["location"].startswith("errata/#")}
+    entries = load()["entries"]
+    assert sorted(indexed) == sorted(e["id"] for e in entries)
+    for e in entries:
+        assert plain(indexed[e["id"]]) == plain(e["now"]), e["id"]
