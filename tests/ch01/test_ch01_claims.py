@@ -473,7 +473,7 @@ def test_c16_causal_mask_blocks_the_future():
 
 @pytest.mark.claim("ch01-c17", paper="§3.2.3; §6.1 (inference)",
                    title="自回归生成是顺序的：KV 缓存与并行前向一致",
-                   text="自回归生成 10 个 token 需要 10 次顺序调用；带 KV 缓存的逐步结果与一次并行因果前向的差 < 1e-12")
+                   text="自回归生成 10 个词元需要 10 次顺序调用；带 KV 缓存的逐步结果与一次并行因果前向的差 < 1e-12")
 def test_c17_decoding_is_sequential_but_matches_the_parallel_forward():
     m, d = 10, 16
     w_q, w_k, w_v = single_head(d, d, seed=6)
@@ -561,7 +561,7 @@ def test_softmax_saturation_shrinks_the_jacobian():
 # ---------------------------------------------------------------------------
 
 
-@pytest.mark.claim("ch01-c21", paper="§4 (Table 1)",
+@pytest.mark.claim("ch01-c21", paper="§4 (表 1)",
                    title="n = d 时多头自注意力层的 FLOPs 是 RNN 层的 3 倍",
                    text="n = d = 64：一层多头自注意力（含投影）的 FLOPs 恰为 Elman RNN 层的 3 倍（4n²d+8nd² 对 4nd²）；墙钟时间不断言")
 def test_c21_attention_costs_three_times_the_rnn_at_n_equal_d():
@@ -581,7 +581,7 @@ def test_c21_attention_costs_three_times_the_rnn_at_n_equal_d():
         assert (4 * ratio_n**2 * d + 8 * ratio_n * d * d) / (4 * ratio_n * d * d) == 2 + ratio_n / d
 
 
-@pytest.mark.claim("ch01-c22", paper="§4 (Table 1), measurement caveat",
+@pytest.mark.claim("ch01-c22", paper="§4 (表 1), measurement caveat",
                    title="FlopCounterMode 数不到的运算",
                    text="FlopCounterMode 的盲区：torch.mv 计 0；CPU 上 4 维 SDPA 计 0；nn.LSTM（oneDNN）计 0；MHA(need_weights=False) 只计投影")
 def test_c22_flop_counter_blind_spots():
@@ -614,11 +614,11 @@ def test_c22_flop_counter_blind_spots():
 
 
 @pytest.mark.claim(
-    "ch01-c14", paper="§4 Table 1",
+    "ch01-c14", paper="§4 表 1",
     title="一张 n×n 注意力矩阵的字节数",
     text="一个 n×n 注意力矩阵占 n²·b 字节：n = 512、fp32 为 1,048,576 B（1 MiB）；"
     "n = 131072（128K）时 fp32 为 64 GiB、2 字节类型为 32 GiB")
-@pytest.mark.claim("ch01-attn-matrix-bytes", paper="§3.2.1; Table 3 (base model)",
+@pytest.mark.claim("ch01-attn-matrix-bytes", paper="§3.2.1; 表 3 (base model)",
                    title="base 模型全部注意力矩阵的显存",
                    text="注意力矩阵 n²·b 字节：n=512 为 1 MiB（fp32）/0.5 MiB（fp16）；base 模型 8 头×18 子层 = 144 张图 = 144 MiB；n=131072 为 64/32 GiB，n=128000 约 61.04/30.52 GiB")
 def test_attention_matrix_bytes():
@@ -656,7 +656,7 @@ def test_online_softmax_equals_naive_attention():
     assert torch.isfinite(out).all() and (out - ref).abs().max().item() < 1e-12
 
 
-@pytest.mark.claim("ch01-attn-compute-crossover", paper="§4 (Table 1); §3.3 (d_ff)",
+@pytest.mark.claim("ch01-attn-compute-crossover", paper="§4 (表 1); §3.3 (d_ff)",
                    title="注意力混合项超过线性部分的长度 n > 6d",
                    text="一层编码器（d_ff = 4d）里，注意力的混合项 4n²d 超过全部线性部分（4 个投影 8nd² 与 FFN 16nd²）恰在 n > 6d；d = 4096 时约 24576 个位置")
 def test_attention_mixing_outweighs_the_linear_parts_beyond_six_d():

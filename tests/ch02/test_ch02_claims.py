@@ -270,7 +270,7 @@ def test_kv_cache_bytes_follow_the_formula(dtype, b):
 
 # ---------------------------------------------------------------- parameters and FLOPs
 
-@pytest.mark.claim("ch02-params-base", paper="§6.2, Table 3 (base)",
+@pytest.mark.claim("ch02-params-base", paper="§6.2, 表 3 (base)",
                    title="base 模型的参数量：63,082,496",
                    text="base（d=512, N=6, h=8, d_ff=2048, |V|=37000，三处共享）模块实际参数数 = 闭式公式 = 63,082,496，比表 3 的 65M 少 2.95%")
 def test_base_parameter_count():
@@ -288,7 +288,7 @@ def test_base_parameter_count():
     assert round(100 * (count - 65e6) / 65e6, 2) == -2.95
 
 
-@pytest.mark.claim("ch02-params-big", paper="§6.2, Table 3 (big)",
+@pytest.mark.claim("ch02-params-big", paper="§6.2, 表 3 (big)",
                    title="big 模型的参数量：214,245,376",
                    text="big（d=1024, h=16, d_ff=4096）模块实际参数数 = 闭式公式 = 214,245,376，与表 3 的 213M 相差不到 1%")
 def test_big_parameter_count():

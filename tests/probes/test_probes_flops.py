@@ -16,7 +16,7 @@ MODES = ["fwd", "fwd+bwd"]
 
 @pytest.mark.claim(
     "ch01-c11",
-    paper="§4 Table 1",
+    paper="§4 表 1",
     title="多头自注意力的精确 FLOPs 4n²d + 8nd²",
     text="显式多头自注意力（无偏置的 W^Q、W^K、W^V、W^O）的 FLOPs 恰为 4n²d + 8nd²，与头数 h 无关；"
     "前向+反向恰为 12n²d + 24nd²，注意力核心恰为 4n²d（前向+反向 12n²d）",
@@ -37,7 +37,7 @@ def test_published_c11_values():
 
 @pytest.mark.claim(
     "ch01-c12",
-    paper="§4 Table 1",
+    paper="§4 表 1",
     title="各类层的 FLOPs 与闭式逐个相等",
     text="FlopCounterMode 数出的 FLOPs 与闭式逐个相等：Elman RNN 4nd²、LSTM 16nd²、GRU 12nd²、"
     "因果卷积 2knd²、受限注意力 8nd² + 4n(2w+1)d（半径 w；前向与前向+反向，n 16–512，d 8–64）",

@@ -17,7 +17,7 @@ def _check(r):
 
 @pytest.mark.claim(
     "ch01-c09",
-    paper="§4 Table 1",
+    paper="§4 表 1",
     title="卷积与空洞卷积连通两端所需的层数",
     text="堆叠因果卷积时，让 y_n 依赖 x₁ 的最小层数：核宽 k 的普通卷积恰为 ⌈(n−1)/(k−1)⌉；"
     "第 ℓ 层空洞率 k^ℓ 的空洞卷积，ℓ = 0, …, N−1（第一层空洞率为 1）时恰为 ⌈log_k n⌉，"
@@ -41,7 +41,7 @@ def test_conv_depths(n, k):
 
 @pytest.mark.claim(
     "ch01-c10",
-    paper="§4 Table 1",
+    paper="§4 表 1",
     title="受限自注意力连通两端所需的层数",
     text="只看半径 w 内 2w+1 个位置的受限自注意力，堆叠到 y_n 依赖 x₁ 的最小层数恰为 ⌈(n−1)/w⌉，即 O(n/r)（r ≈ 2w+1 是论文的邻域大小）",
 )

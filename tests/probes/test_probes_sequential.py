@@ -7,7 +7,7 @@ from snippets.probes.sequential import per_step, trace_fused_lstm, trace_layer
 
 @pytest.mark.claim(
     "ch01-c08",
-    paper="§4 Table 1",
+    paper="§4 表 1",
     title="顺序操作数：关键路径的长度",
     text="用 make_fx 追踪前向图、数关键路径：自注意力、SDPA、受限注意力和卷积在 n = 16 与 n = 64 时"
     "节点数相同（O(1) 顺序操作），手写 RNN/LSTM 单元每多一个时间步就多固定个节点（O(n)）",

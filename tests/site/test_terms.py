@@ -60,7 +60,10 @@ def variant_pattern(variant: str) -> re.Pattern:
 
 
 def pages() -> list[str]:
-    return sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md") if "generated" not in p.parts)
+    """Every page source, and the generated tables pages include (`make figures` writes them before
+    the suite runs); not the generated errata list, whose 原来写的 column quotes the old wording."""
+    return sorted(str(p.relative_to(DOCS)) for p in DOCS.rglob("*.md")
+                  if p.relative_to(DOCS).as_posix() != "generated/errata.md")
 
 
 def test_the_glossary_lists_chosen_words_and_their_variants():

@@ -115,7 +115,7 @@ def render_path_length(results: list[dict], out_dir: Path) -> None:
         ax.plot([x["n"] for x in rs], [x["theory"] for x in rs], color=st["color"], linestyle=st["linestyle"],
                 linewidth=1.0)
         ax.plot([x["n"] for x in rs], [x["depth"] for x in rs], st["marker"], color=st["color"], label=cfg)
-    loglog_vs_n(ax, "最小深度 L", y_base=2)
+    loglog_vs_n(ax, "最小深度 N", y_base=2)
     ax.set_title("使 ∂y_n/∂x_1 ≠ 0 的最小深度\n点：实测；线：理论")
     legend_below(ax, ncol=2, title="float64 雅可比；RNN/LSTM 数单元应用次数")
     save_svg(fig, out_dir / name, sources=[r])

@@ -76,7 +76,7 @@ def render_table1(results: list[dict], out_dir: Path) -> None:
         seq = kind if kind != "attention_core" else None
         rows.append((label, *TABLE1[fact.table1], kind, seq, paths_of.get(kind, []), kind))
     head = ["层类型", "论文：每层复杂度", "测得：前向 FLOPs（计数器 = 闭式）", "论文：顺序操作",
-            "测得：关键路径（make_fx 节点数）", "论文：最大路径长度", "测得：最小深度 L"]
+            "测得：关键路径（make_fx 节点数）", "论文：最大路径长度", "测得：最小深度 N"]
     groups = []
     for x in cpu:
         groups.append((x, "CPU"))
@@ -106,9 +106,9 @@ def render_table1(results: list[dict], out_dir: Path) -> None:
         "",
         "说明：FLOPs 一列的 ✓ 表示在全部网格上（n、d、前向与前向+反向）计数器的整数结果与闭式完全相等；"
         "关键路径是 `make_fx` 追踪出的前向图中最长的 aten 节点链，常数表示与 n 无关；"
-        "最小深度 L 是使 ∂y_n/∂x₁ ≠ 0 的最小层数（RNN/LSTM 为单元应用次数）。"
+        "最小深度 N 是使 ∂y_n/∂x₁ ≠ 0 的最小层数（RNN/LSTM 为单元应用次数）。"
         "时间指数是前向墙钟时间中位数的 log-log 拟合斜率，括号内为逐轮拟合的最小–最大值；"
-        "论文的 Table 1 只算混合项（自注意力的 n²·d），而整层还有 8nd² 的投影，所以整层的 d 指数接近 2。",
+        "论文的表 1 只算混合项（自注意力的 n²·d），而整层还有 8nd² 的投影，所以整层的 d 指数接近 2。",
     ]
     if not gpu:
         notes.append("")
