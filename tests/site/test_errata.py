@@ -69,6 +69,9 @@ def test_entries_are_listed_by_date_then_chapter_and_name_every_place(data, tmp_
     keys = [(e["date"], e["id"][:4]) for e in listed]
     assert keys == sorted(keys), keys
     assert any(e.get("also") for e in data["entries"])
+    # a chapter's first page is named by its title, not by 「章 标题」 left over from 「第 NN 章 标题」
+    assert "[第 01 章 · 为什么是 Attention？](chapters/01-why-attention/index.md" in page
+    assert "· 章" not in page
     for e in data["entries"]:
         where = page.split(f"### {e['id']} ")[1].split("\n### ")[0].split("| 位置 | ")[1].split("\n")[0]
         for place in [e["page"], *e.get("also", [])]:

@@ -9,6 +9,7 @@ else the first commit that added its id to docs/errata.yml (``git log -S``), els
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -74,8 +75,8 @@ def _link(place: str, labels: dict[str, str]) -> str:
 
 def render_markdown(data: dict, commit=commit_of, labels: dict[str, str] | None = None) -> str:
     if labels is None:
-        labels = {src: title.split(" ", 2)[-1] if src.endswith("/index.md") else title
-                  for title, src, _ in nav_pages()}
+        # a chapter's first page is titled 「第 NN 章 标题」 in the nav: the link names the chapter already
+        labels = {src: re.sub(r"^第 \d{2} 章\s*", "", title) for title, src, _ in nav_pages()}
     # by date, then chapter; entries of one chapter on one day keep their order in the file
     entries = sorted(data["entries"], key=lambda e: (e["date"], e["id"][:4]))  # id: chNN-…
     lines = [f"共 {len(entries)} 条，按日期排列，同一天的按章节顺序。每条的编号是永久的，可以直接链接（`errata.md#编号`）。", ""]
