@@ -8,6 +8,7 @@ else the first commit that added its id to docs/errata.yml (``git log -S``), els
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import subprocess
@@ -45,17 +46,33 @@ def load(path: Path = DATA, schema_path: Path = SCHEMA) -> dict:
     return data
 
 
+@functools.lru_cache(maxsize=8)
+def _first_commits(path: Path) -> dict[str, str]:
+    """For each entry id in the history of ``path``, the first commit whose diff adds ``id: <id>``
+    (one ``git log -p`` for all entries; empty without git)."""
+    try:
+        log = subprocess.run(["git", "log", "--reverse", "--format=@@%h", "-p", "--", str(path)],
+                             cwd=ROOT, capture_output=True, text=True, check=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    first: dict[str, str] = {}
+    commit = None
+    for line in log.splitlines():
+        if line.startswith("@@") and not line.startswith("@@ "):
+            commit = line[2:]
+        elif commit and (m := ADDED_ID.match(line)):
+            first.setdefault(m.group(1), commit)
+    return first
+
+
+ADDED_ID = re.compile(r"^\+\s*-?\s*id:\s*(\S+)\s*$")
+
+
 def commit_of(entry: dict, path: Path = DATA) -> str:
     """The commit that added this entry, or 「未提交」 when git has no such commit (or no git)."""
     if entry.get("commit"):
         return entry["commit"][:10]
-    try:
-        out = subprocess.run(
-            ["git", "log", "--reverse", "--format=%h", "-S", f"id: {entry['id']}", "--", str(path)],
-            cwd=ROOT, capture_output=True, text=True, check=True, timeout=30).stdout.split()
-    except (OSError, subprocess.SubprocessError):
-        return UNCOMMITTED
-    return out[0] if out else UNCOMMITTED
+    return _first_commits(path).get(entry["id"], UNCOMMITTED)
 
 
 def _cell(text: str) -> str:
