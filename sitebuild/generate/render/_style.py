@@ -287,4 +287,11 @@ def of_kind(results: list[dict], kind: str) -> list[dict]:
     return [r for r in results if r.get("kind") == kind]
 
 
+def pick(results: list[dict], kind: str, prefer: tuple[str, ...] = ("full", "quick")) -> dict | None:
+    """kind 的结果里预设在 ``prefer`` 中最靠前的一个（tiny 只用于测试，不上页面；其他预设另有表格）。"""
+    mine = [r for r in of_kind(results, kind) if r.get("preset") in prefer]
+    mine.sort(key=lambda r: (prefer.index(r["preset"]), r.get("_file", "")))
+    return mine[0] if mine else None
+
+
 apply_style()

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, PALETTE, legend_below, md_caption, md_table,
-                                    new_figure, of_kind, placeholder_svg, save_svg, write_text)
+                                    new_figure, pick, placeholder_svg, save_svg, write_text)
 
 KIND = "additive-vs-dot"
 SVG, MD = "additive-vs-dot.svg", "additive-vs-dot.md"
@@ -27,15 +27,8 @@ MARKERS = {"additive": "o", "additive-nobias": "v", "dot-unscaled": "s", "dot-sc
 STYLES = {"additive": "-", "additive-nobias": "-", "dot-unscaled": "--", "dot-scaled": ":"}  # 两条点积线常重合：用线型区分
 
 
-def _pick(results: list[dict]) -> dict | None:
-    """优先 full 预设，其次 quick；tiny 只用于测试，不上页面。"""
-    mine = [r for r in of_kind(results, KIND) if r.get("preset") != "tiny"]
-    mine.sort(key=lambda r: (r.get("preset") != "full", r.get("_file", "")))
-    return mine[0] if mine else None
-
-
 def render_figure(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results)
+    r = pick(results, KIND)
     if r is None:
         placeholder_svg(out_dir, SVG, "加性注意力与点积注意力：查表任务的准确率")
         return
@@ -79,7 +72,7 @@ def scorer_grad_norm_mean(r: dict, mechanism: str, d_k: int) -> float:
 
 
 def render_table(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results)
+    r = pick(results, KIND)
     if r is None:
         write_text(out_dir, MD, NO_RESULTS)
         return

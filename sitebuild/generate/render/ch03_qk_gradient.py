@@ -10,17 +10,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitebuild.generate.render._style import NO_RESULTS, md_caption, md_table, of_kind, write_text
+from sitebuild.generate.render._style import NO_RESULTS, md_caption, md_table, pick, write_text
 
 KIND = "qk-gradient"
 MD = "qk-gradient.md"
-
-
-def _pick(results: list[dict]) -> dict | None:
-    """优先 full 预设，其次 quick；tiny 只用于测试，不上页面。"""
-    mine = [r for r in of_kind(results, KIND) if r.get("preset") != "tiny"]
-    mine.sort(key=lambda r: (r.get("preset") != "full", r.get("_file", "")))
-    return mine[0] if mine else None
 
 
 def _ratio(x: float) -> str:
@@ -38,7 +31,7 @@ def _pct(x: float) -> str:
 
 
 def render_table(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results)
+    r = pick(results, KIND)
     if r is None:
         write_text(out_dir, MD, NO_RESULTS)
         return

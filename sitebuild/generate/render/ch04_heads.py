@@ -18,7 +18,7 @@ from pathlib import Path
 from matplotlib.ticker import MaxNLocator
 
 from sitebuild.generate.render._style import (FIG_WIDTH, LINESTYLES, MARKERS, NO_RESULTS, PALETTE, legend_below, md_caption,
-                                    md_table, new_figure, of_kind, placeholder_svg, save_svg, weight_colormap,
+                                    md_table, new_figure, pick, placeholder_svg, save_svg, weight_colormap,
                                     write_text)
 from snippets.experiments.heads import PAPER_TABLE3_A
 
@@ -30,13 +30,6 @@ MAP_H = 8  # 注意力图与消融表用 h = 8（论文 base 的头数）
 PRUNE_H = (8, 16)
 
 
-def _pick(results: list[dict]) -> dict | None:
-    """优先 full 预设，其次 quick；tiny 只用于测试，不上页面；long 只有三个 h，由 render_long_table 单独读。"""
-    mine = [r for r in of_kind(results, KIND) if r.get("preset") not in ("tiny", "long")]
-    mine.sort(key=lambda r: (r.get("preset") != "full", r.get("_file", "")))
-    return mine[0] if mine else None
-
-
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
@@ -46,7 +39,7 @@ def _offset(o: int) -> str:
 
 
 def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results)
+    r = pick(results, KIND)
     if r is None:
         placeholder_svg(out_dir, SWEEP_SVG, "头数 h 与准确率：玩具任务与论文表 3 (A)")
         return
@@ -76,7 +69,7 @@ def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
 
 
 def render_sweep_table(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results)
+    r = pick(results, KIND)
     if r is None:
         write_text(out_dir, SWEEP_MD, NO_RESULTS)
         return
@@ -113,7 +106,7 @@ def _map_runs(r: dict) -> list[tuple[str, list]]:
 
 
 def render_maps(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results)
+    r = pick(results, KIND)
     panels = _map_runs(r) if r is not None else []
     if not panels:
         placeholder_svg(out_dir, MAPS_SVG, "各个头的平均注意力图")
@@ -139,7 +132,7 @@ def render_maps(results: list[dict], out_dir: Path) -> None:
 
 
 def render_pruning(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results)
+    r = pick(results, KIND)
     runs = [x for x in r["runs"] if x["h"] in PRUNE_H and "prune_curve" in x] if r is not None else []
     if not runs:
         placeholder_svg(out_dir, PRUNE_SVG, "逐个剪掉头之后的准确率")
@@ -159,7 +152,7 @@ def render_pruning(results: list[dict], out_dir: Path) -> None:
 
 
 def render_ablation_table(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results)
+    r = pick(results, KIND)
     runs = [x for x in r["runs"] if x["h"] == MAP_H] if r is not None else []
     if not runs:
         write_text(out_dir, ABLATION_MD, NO_RESULTS)
@@ -178,11 +171,10 @@ def render_ablation_table(results: list[dict], out_dir: Path) -> None:
 
 def render_long_table(results: list[dict], out_dir: Path) -> None:
     """long 预设：每个 (h, 种子) 一行，列是各检查点的测试准确率；最后一列是训练完后能剪掉的头。"""
-    mine = [r for r in of_kind(results, KIND) if r.get("preset") == "long"]
-    if not mine:
+    r = pick(results, KIND, ("long",))
+    if r is None:
         write_text(out_dir, LONG_MD, NO_RESULTS)
         return
-    r = sorted(mine, key=lambda x: x.get("_file", ""))[0]
     c = r["config"]
     steps = c["checkpoints"]
     head = ["h", "d_k", "种子"] + [f"{s} 步" for s in steps]

@@ -17,19 +17,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, PALETTE, TEXT_COLOR, legend_below, md_caption, md_table,
-                                    new_figure, of_kind, placeholder_svg, save_svg, write_text)
+                                    new_figure, pick, placeholder_svg, save_svg, write_text)
 
 DEPTH_KIND, WARMUP_KIND = "depth-gradients", "postln-warmup"
 NORM_LABEL = {"post": "Post-LN", "pre": "Pre-LN"}
 NORM_COLOR = {"post": PALETTE[1], "pre": PALETTE[0]}
 INIT_LABEL = {"xavier": "Xavier 均匀初始化", "torch-default": "PyTorch 默认初始化"}
-
-
-def _pick(results: list[dict], kind: str) -> dict | None:
-    """优先 full 预设，其次 quick；tiny 只用于测试，sweep 另有表格，都不在这里用。"""
-    mine = [r for r in of_kind(results, kind) if r.get("preset") not in ("tiny", "sweep")]
-    mine.sort(key=lambda r: (r.get("preset") != "full", r.get("_file", "")))
-    return mine[0] if mine else None
 
 
 def _row(r: dict, init: str, depth: int, norm: str) -> dict | None:
@@ -41,7 +34,7 @@ def _row(r: dict, init: str, depth: int, norm: str) -> dict | None:
 
 # ---------------------------------------------------------------------------- gradient norms
 def render_depth_figure(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results, DEPTH_KIND)
+    r = pick(results, DEPTH_KIND)
     if r is None:
         placeholder_svg(out_dir, "depth-gradients.svg", "初始化时的逐层梯度范数")
         return
@@ -81,7 +74,7 @@ def render_depth_figure(results: list[dict], out_dir: Path) -> None:
 
 
 def render_depth_table(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results, DEPTH_KIND)
+    r = pick(results, DEPTH_KIND)
     if r is None:
         write_text(out_dir, "depth-gradients.md", NO_RESULTS)
         return
@@ -123,7 +116,7 @@ CONDITION_STYLE = {("post", False): (PALETTE[3], "-"), ("post", True): (PALETTE[
 
 
 def render_warmup_figure(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results, WARMUP_KIND)
+    r = pick(results, WARMUP_KIND)
     if r is None:
         placeholder_svg(out_dir, "postln-warmup.svg", "Post-LN 有无学习率预热的训练曲线")
         return
@@ -176,7 +169,7 @@ def _warmup_setup(r: dict) -> str:
 
 
 def render_warmup_table(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results, WARMUP_KIND)
+    r = pick(results, WARMUP_KIND)
     if r is None:
         write_text(out_dir, "postln-warmup.md", NO_RESULTS)
         return
@@ -215,11 +208,10 @@ def largest_learning_rate(r: dict, init: str, cond: tuple[str, bool]) -> float |
 
 
 def render_warmup_sweep_table(results: list[dict], out_dir: Path) -> None:
-    mine = [x for x in of_kind(results, WARMUP_KIND) if x.get("preset") == "sweep"]
-    if not mine:
+    r = pick(results, WARMUP_KIND, ("sweep",))
+    if r is None:
         write_text(out_dir, "postln-warmup-sweep.md", NO_RESULTS)
         return
-    r = mine[0]
     cfg = r["config"]
     lrs = sorted(cfg["lrs"])
     head = (["初始化", "条件"] + [f"峰值 {lr:g}" for lr in lrs]

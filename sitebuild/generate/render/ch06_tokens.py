@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, PALETTE, legend_below, log_ticks, md_caption, md_table,
-                                    new_figure, of_kind, placeholder_svg, save_svg, series_style, write_text)
+                                    new_figure, pick, placeholder_svg, save_svg, series_style, write_text)
 
 INIT_LABELS = {
     "t2t": "共享，N(0, 1/d) 且 ×√d（tensor2tensor）",
@@ -29,16 +29,8 @@ LANG_LABELS = {"en": "英文", "zh": "中文"}
 CORPUS_LABELS = {"en": "英文 81 句", "zh": "中文 81 句", "tiefree": "无并列语料（英文词表）"}
 
 
-def _pick(results: list[dict], kind: str) -> dict | None:
-    """优先 long 预设（种子最多），其次 full、quick；tiny 只用于测试，不上页面。"""
-    order = {"long": 0, "full": 1, "quick": 2}
-    mine = [r for r in of_kind(results, kind) if r.get("preset") in order]
-    mine.sort(key=lambda r: (order[r["preset"]], r.get("_file", "")))
-    return mine[0] if mine else None
-
-
 def render_scale_figure(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results, "embedding-scale")
+    r = pick(results, "embedding-scale", ("long", "full", "quick"))
     if r is None:
         placeholder_svg(out_dir, "embedding-scale.svg", "共享嵌入的初始化尺度：倒序任务的训练损失")
         return
@@ -58,7 +50,7 @@ def render_scale_figure(results: list[dict], out_dir: Path) -> None:
 
 
 def render_scale_table(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results, "embedding-scale")
+    r = pick(results, "embedding-scale", ("long", "full", "quick"))
     if r is None:
         write_text(out_dir, "embedding-scale.md", NO_RESULTS)
         return
@@ -80,7 +72,7 @@ def render_scale_table(results: list[dict], out_dir: Path) -> None:
 
 
 def render_agreement_table(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results, "vocab-sweep")
+    r = pick(results, "vocab-sweep", ("long", "full", "quick"))
     if r is None:
         write_text(out_dir, "bpe-agreement.md", NO_RESULTS)
         return
@@ -97,7 +89,7 @@ def render_agreement_table(results: list[dict], out_dir: Path) -> None:
 
 
 def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results, "vocab-sweep")
+    r = pick(results, "vocab-sweep", ("long", "full", "quick"))
     if r is None:
         placeholder_svg(out_dir, "vocab-sweep.svg", "词表大小与每句平均词元数")
         return
@@ -123,7 +115,7 @@ def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
 
 
 def render_sweep_table(results: list[dict], out_dir: Path) -> None:
-    r = _pick(results, "vocab-sweep")
+    r = pick(results, "vocab-sweep", ("long", "full", "quick"))
     if r is None:
         write_text(out_dir, "vocab-sweep.md", NO_RESULTS)
         return
