@@ -247,6 +247,15 @@ def committed_run(data, norm, warmup, seed, lr=1e-2, init="torch-default"):
     return r
 
 
+def rerun_post_ln(data, warmup, steps=None, init="torch-default"):
+    """The committed Post-LN run of seed 0 (peak 1e-2), and the same run recomputed with the reader's
+    code for its first ``steps`` steps (all of them without ``steps``), single-threaded."""
+    torch.set_num_threads(1)
+    committed = committed_run(data, "post", warmup, 0, init=init)
+    preset = PW.PRESETS["full"] if steps is None else {**PW.PRESETS["full"], "steps": steps}
+    return committed, PW.run_one("post", warmup, committed["lr"], 0, preset, init=init)
+
+
 @pytest.mark.claim("ch05-warmup-postln", paper="§5.3", results="results/postln-warmup.json",
                    text="峰值学习率 1e-2、6 个种子：Post-LN 不预热至少 5 个种子停在均匀猜测附近（末尾损失 > 0.9·ln 16），预热 50 步后至少 5 个学会（< 0.5）；Pre-LN 不预热也至少 5 个学会")
 def test_committed_warmup_results_meet_the_stated_thresholds(warmup_results):
@@ -292,9 +301,7 @@ def test_one_committed_training_run_is_reproduced(warmup_results):
     kernels round differently on another CPU (the file was written on an AMD EPYC; an Intel Xeon
     agrees to 1e-7 up to step 20), and from about step 30 on, training amplifies those last bits
     (final loss 0.014 there, 0.078 here) without changing whether the run learns."""
-    torch.set_num_threads(1)
-    committed = committed_run(warmup_results, "post", True, 0)
-    fresh = PW.run_one("post", True, committed["lr"], 0, PW.PRESETS["full"])
+    committed, fresh = rerun_post_ln(warmup_results, True)
     early = [(a["step"], a["loss"]) for a in committed["curve"] if a["step"] <= 20]
     assert len(early) == 3
     assert [(b["step"], b["loss"]) for b in fresh["curve"][: len(early)]] == [
@@ -313,10 +320,8 @@ def test_the_failing_run_is_reproduced_and_collapses_within_20_steps(warmup_resu
     this CPU reproduces the file bit for bit; another CPU's kernels round differently, and an Intel Xeon
     was seen to agree to 1e-7 for 20 steps on the warm-up run, so 1e-4 leaves a wide margin. (float64 is
     no help here: its initial weights are drawn differently, so it is a different run.)"""
-    torch.set_num_threads(1)
-    committed = committed_run(warmup_results, "post", False, 0)
+    committed, fresh = rerun_post_ln(warmup_results, False, steps=20)
     assert committed["stuck"] and not committed["learned"] and not committed["diverged"]
-    fresh = PW.run_one("post", False, committed["lr"], 0, {**PW.PRESETS["full"], "steps": 20})
     early = [c for c in committed["curve"] if c["step"] <= 20]
     assert [c["step"] for c in early] == [c["step"] for c in fresh["curve"]] == [1, 10, 20]
     for a, b in zip(fresh["curve"], early):
@@ -411,12 +416,10 @@ def test_xavier_post_ln_collapses_without_warmup(sweep_results):
                    text="预热实验的模型本身，第 1 步的逐层梯度范数（最上一层 / 最下一层）：Post-LN 默认初始化 6 个种子在 0.8–1.4 之间，"
                         "Xavier 初始化 3 个种子在 1.0–1.2 之间；种子 0 用读者代码重算与结果文件一致：失败的配置里梯度并不向输出端聚集")
 def test_the_failing_configuration_has_a_flat_gradient_profile(warmup_results, sweep_results):
-    torch.set_num_threads(1)
     post_default = [r["grad_ratio"] for r in warmup_results["runs"] if r["norm"] == "post"]
     assert len(post_default) == 12 and all(0.8 < g < 1.4 for g in post_default)
     post_xavier = [r["grad_ratio"] for r in sweep_results["runs"] if r["init"] == "xavier"]
     assert len(post_xavier) == 24 and all(1.0 < g < 1.2 for g in post_xavier)
     for init, data in (("torch-default", warmup_results), ("xavier", sweep_results)):
-        committed = committed_run(data, "post", False, 0, init=init)
-        fresh = PW.run_one("post", False, committed["lr"], 0, {**PW.PRESETS["full"], "steps": 1}, init=init)
+        committed, fresh = rerun_post_ln(data, False, steps=1, init=init)
         assert fresh["grad_ratio"] == pytest.approx(committed["grad_ratio"], rel=1e-4)
