@@ -17,6 +17,9 @@ export PYTHONHASHSEED := 0
 # They share one site build, one visit of each page and one PDF (tests/support/shared.py).
 TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); n=$$((n + 1)); [ $$n -gt 4 ] && n=4; echo $$n)
 XDIST := -n $(TEST_JOBS)
+# The fast tier has no browser to wait on: one worker per core (at most 4), since each extra
+# worker pays its own collection (torch, matplotlib) on the same cores.
+FAST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
 
 KATEX_DIR := docs/assets/katex
 VENV_STAMP := $(VENV)/.stamp-installed
@@ -74,7 +77,7 @@ test: setup figures
 	$(PYTEST) $(if $(MARK),-m "$(MARK)") --junitxml=test-output/junit.xml
 
 test-fast: setup figures
-	$(PYTEST) -m "not browser and not slow"
+	$(PYTEST) -m "not browser and not slow" -n $(FAST_JOBS)
 
 test-browser: setup figures
 	$(PYTEST) -m browser

@@ -65,6 +65,7 @@ def test_committed_attention_weights_are_well_formed(committed):
     assert att["predicted_tokens"] == att["target_tokens"]       # this example is decoded correctly
 
 
+@pytest.mark.slow  # renders every heatmap twice
 def test_heatmaps_are_byte_deterministic(committed, tmp_path):
     render_attention_heatmaps([{"kind": "other"}, committed], tmp_path / "a")
     render_attention_heatmaps([committed], tmp_path / "b")

@@ -328,6 +328,7 @@ def test_paper_dimensions():
         assert_states(CH04, f"d_k={row['d_k']}：{row['bleu']}")
 
 
+@pytest.mark.slow  # the page's sections in a fresh interpreter
 def test_page_sections_run_and_work_together(tmp_path):
     """The page's included sections, concatenated, run alone and the classes work together."""
     page = DOCS / CH04 / "code.md"

@@ -10,7 +10,7 @@ from snippets.probes.flops import (
     crossover,
 )
 
-GRID = [(16, 64), (37, 8), (512, 16)]  # n 16–512，d 8–64；37 是奇数
+GRID = [(16, 64), (37, 8), pytest.param(512, 16, marks=pytest.mark.slow)]  # n 16–512，d 8–64；37 是奇数
 MODES = ["fwd", "fwd+bwd"]
 
 

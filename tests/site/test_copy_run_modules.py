@@ -172,6 +172,7 @@ def test_all_sections_in_file_order_run_by_themselves(tmp_path):
     run_fresh_each(programs, tmp_path)
 
 
+@pytest.mark.slow  # every section of every module in a fresh interpreter
 def test_each_section_runs_with_only_what_it_needs(tmp_path):
     """One interpreter, one fresh namespace per (module, section): other modules' needed sections +
     imports + needed sections + it."""

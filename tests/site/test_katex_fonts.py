@@ -2,7 +2,8 @@
 a formula on some page draws keeps its glyph in every font that had one.
 
 The characters are read here independently of the hook: the text inside KaTeX's visible output
-(``<span class="katex-html">``) of every built page, parsed with the standard library.
+(``<span class="katex-html">``) of every built page, parsed with the standard library
+(tests/support/builtpage.py).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from fontTools.ttLib import TTFont
 
 from tests.support.build import ROOT
+from tests.support.builtpage import replay
 
 ORIGINALS = ROOT / "docs" / "assets" / "katex" / "fonts"  # make setup copies them from node_modules
 
@@ -46,9 +48,7 @@ class _KatexText(HTMLParser):
 def formula_characters(site: Path) -> set[str]:
     chars: set[str] = set()
     for page in site.rglob("*.html"):
-        parser = _KatexText()
-        parser.feed(page.read_text(encoding="utf-8"))
-        chars |= parser.chars
+        chars |= replay(_KatexText(), page).chars
     return chars
 
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from pytest_codeblocks.main import extract_from_file
 
 from tests.support.codeblocks import included_modules
@@ -21,6 +23,7 @@ FENCE = re.compile(r"^(\s*)```(?:python|py)\b[^\n]*\n(.*?)^\1```", re.M | re.S)
 PASTE_RUN = 4  # this many consecutive non-trivial lines of a section, found in a page fence, is a paste
 
 
+@pytest.mark.slow  # every page's code in a fresh interpreter
 def test_page_code_runs_by_itself(tmp_path):
     """Every page's includes, in page order, as one program each (one interpreter, a namespace per page)."""
     programs = {}

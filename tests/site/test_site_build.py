@@ -10,6 +10,7 @@ import pytest
 
 from sitebuild.config import nav_pages
 from tests.support.build import ROOT, mkdocs_builds, tiny_site
+from tests.support.builtpage import replay
 from tests.support.shared import once
 
 
@@ -79,8 +80,7 @@ def _is_external(url: str) -> bool:
 def test_built_html_and_css_reference_no_other_host(built_site):
     offenders = []
     for html in built_site.rglob("*.html"):
-        collector = _ResourceCollector()
-        collector.feed(html.read_text(encoding="utf-8"))
+        collector = replay(_ResourceCollector(), html)
         offenders += [f"{html.relative_to(built_site)}: {u}" for u in collector.urls if _is_external(u)]
     for css in built_site.rglob("*.css"):
         for url in re.findall(r"url\(\s*['\"]?([^'\")]+)", css.read_text(encoding="utf-8", errors="replace")):
