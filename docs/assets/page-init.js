@@ -43,6 +43,19 @@ document$.subscribe(() => {
   document.body.dataset.pageReady = location.href;
 });
 
+// Material runs a search query when a key is released in the search box. Text that an input
+// method commits (拼音: the whole word at once), a paste or dictation changes the box without a
+// key release, and the results of the previous query stayed on screen: pass Material the key
+// release it waits for. During a composition the box holds pinyin, so wait for its end; Material
+// itself drops a value it has already searched for.
+for (const type of ["input", "compositionend"]) {
+  document.addEventListener(type, event => {
+    const box = event.target;
+    if (event.isComposing || !box.matches?.("[data-md-component=search-query]")) return;
+    box.dispatchEvent(new KeyboardEvent("keyup"));
+  });
+}
+
 // A new width (a phone turned sideways) changes which blocks overflow: check them all, once.
 // The width is first read in an animation frame: reading it while the page loads would force
 // a style and layout pass of the whole page inside this script.

@@ -185,6 +185,26 @@ def test_search_recall(chromium_browser, site_url, built_site):
     assert ev["recall"] >= spec["min_recall"], "\n".join(ev["misses"])
 
 
+MARKED_JS = """q => [...document.querySelectorAll('.md-search-result__item mark')].some(m => m.textContent.includes(q))"""
+
+
+def test_search_follows_text_entered_without_a_key_release(chromium_browser, site_url):
+    """Material reads the search box on a key release. A word an input method commits (composed
+    as pinyin, committed whole), and text pasted in, release no key: the results still follow
+    (docs/assets/page-init.js), shown with the new words highlighted."""
+    with opened(chromium_browser, site_url) as page:
+        box = page.locator("input.md-search__input")
+        box.click()
+        ime = page.context.new_cdp_session(page)
+        ime.send("Input.imeSetComposition", {"text": "zizhuyili", "selectionStart": 9, "selectionEnd": 9})
+        ime.send("Input.insertText", {"text": "自注意力"})  # the input method commits the word
+        page.wait_for_function(MARKED_JS, arg="自注意力", timeout=20_000)
+        page.evaluate("() => document.querySelector('input.md-search__input').select()")
+        page.keyboard.insert_text("多头注意力")  # a paste: one input event, no key at all
+        page.wait_for_function(MARKED_JS, arg="多头注意力", timeout=20_000)
+        assert box.input_value() == "多头注意力"
+
+
 # ---------------------------------------------------------------------------- first visit
 
 
