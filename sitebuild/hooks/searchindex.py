@@ -54,11 +54,12 @@ SPELLING_PAGES = ("chapters",)
 # Pages that restate what a chapter explains rank below the chapters: a lunr document boost on
 # each of their sections. A claim's or an erratum's title names its term while a chapter
 # explains the term in a section's text; at 1/1000, the inverse of the title boost, their
-# titles weigh what a chapter sentence weighs. Notebook sections are prose, only restated:
-# a milder cut. A page's own entry keeps boost 1 (so "验证清单" finds the page),
+# titles weigh what a chapter sentence weighs. Notebook sections too: their titles name the term
+# the chapter's section explains (「3. 交叉注意力：…」 came before chapter 02's section once the query
+# kept 交叉注意力 whole, fix_query_segmentation). A page's own entry keeps boost 1 (so "验证清单" finds the page),
 # except a notebook's, whose title ("亲手改参数，重跑关键实验") names no topic of its own.
 # Keys are page paths as in docs/ without the extension ("notebooks" covers notebooks/*).
-SECTION_BOOST = {"verification": 0.001, "errata": 0.001, "notebooks": 0.05}
+SECTION_BOOST = {"verification": 0.001, "errata": 0.001, "notebooks": 0.001}
 # The reference pages' chapter pages (verification/ch01/, interview/ch01/, sitebuild/refpages.py) are
 # titled after the chapter they list ("验证清单 · 第 05 章 前馈网络、残差与层归一化"): at full weight
 # their own entries came before the chapter for its own terms. Their index pages keep boost 1.
@@ -342,11 +343,33 @@ def on_post_page(output, page, config, **kwargs):
     return output.replace(shown, served, 1)
 
 
+# Material's search worker (9.x, integrations/search/query/segment) cuts a query's run of Han
+# characters into tokens of the index, but its loop never tries a token that ends the run
+# (``for (j = i + 1; j < query.length; j++)``): 「字节对编码」 could only match 字节, 对 and 编, and a
+# query's last word lost to its single characters. The served copy of the worker gets the
+# one-character fix (``j <= query.length``); the build fails if the loop is not found exactly once,
+# so an upgrade of Material that changes or fixes it is noticed.
+SEGMENT_LOOP = re.compile(r"for\(let (\w)=(\w)\+1;\1<(\w)\.length;\1\+\+\)\3\.slice\(\2,\1\)in ")
+
+
+def fix_query_segmentation(site_dir: Path) -> None:
+    workers = sorted((site_dir / "assets" / "javascripts" / "workers").glob("search.*.min.js"))
+    if len(workers) != 1:
+        raise PluginError(f"searchindex: expected one search worker, found {workers}")
+    code = workers[0].read_text(encoding="utf-8")
+    fixed, found = SEGMENT_LOOP.subn(lambda m: m.group(0).replace("<", "<=", 1), code)
+    if found != 1:
+        raise PluginError(f"searchindex: the query segmentation loop of {workers[0].name} was found "
+                          f"{found} times (Material changed: check whether the fix is still needed)")
+    workers[0].write_text(fixed, encoding="utf-8")
+
+
 @event_priority(-50)  # after the search plugin writes the index, before offline (-100) copies it
 def on_post_build(config, **kwargs):
     path = Path(config.site_dir) / "search" / "search_index.json"
     if not path.is_file():
         return
+    fix_query_segmentation(Path(config.site_dir))
     index = json.loads(path.read_text(encoding="utf-8"))
     index["docs"] = [clean_entry(entry) for entry in index["docs"]
                      if not ("#" in entry["location"] and _under(entry["location"], INCLUDED_ELSEWHERE))]

@@ -12,7 +12,9 @@ import re
 import pytest
 
 from sitebuild.config import load, nav_pages
-from sitebuild.hooks.searchindex import SECTION_BOOST, SPELLINGS, clean_entry, tex_to_text
+from mkdocs.exceptions import PluginError
+
+from sitebuild.hooks.searchindex import SECTION_BOOST, SPELLINGS, clean_entry, fix_query_segmentation, tex_to_text
 from tests.support.search import load_queries, raw_markup
 
 # sitebuild/hooks/searchindex.py keeps code out of the index and writes math as plain text: 706 KB
@@ -128,3 +130,23 @@ def test_an_erratum_is_indexed_by_its_corrected_statement(built_site):
     assert sorted(indexed) == sorted(e["id"] for e in entries)
     for e in entries:
         assert plain(indexed[e["id"]]) == plain(e["now"]), e["id"]
+
+
+def _segment(worker: str, query: str, tokens: set[str]) -> int:
+    """The longest index token the worker's segmentation loop tries at the start of ``query``."""
+    loop = re.search(r"for\(let (\w)=(\w)\+1;\1(<=?)(\w)\.length", worker)
+    last = len(query) + (loop.group(3) == "<=")
+    return max((j for j in range(1, last) if query[:j] in tokens), default=0)
+
+
+def test_query_segmentation_tries_a_token_that_ends_the_query(built_site, tmp_path):
+    """The served search worker tries every index token of a Han run, the one that ends it
+    included: 「字节对编码」, a token of the index, is searched whole, not as 字节, 对 and 编."""
+    worker = next((built_site / "assets/javascripts/workers").glob("search.*.min.js")).read_text(encoding="utf-8")
+    assert _segment(worker, "字节对编码", {"字节", "字节对编码", "编码"}) == 5
+    # the hook fails loudly where Material's loop is not what it fixes
+    workers = tmp_path / "assets/javascripts/workers"
+    workers.mkdir(parents=True)
+    (workers / "search.x.min.js").write_text("for(let o=s+1;o<=t.length;o++)t.slice(s,o)in e", encoding="utf-8")
+    with pytest.raises(PluginError, match="found 0 times"):
+        fix_query_segmentation(tmp_path)
