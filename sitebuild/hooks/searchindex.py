@@ -343,13 +343,20 @@ def on_post_page(output, page, config, **kwargs):
     return output.replace(shown, served, 1)
 
 
-# Material's search worker (9.x, integrations/search/query/segment) cuts a query's run of Han
-# characters into tokens of the index, but its loop never tries a token that ends the run
-# (``for (j = i + 1; j < query.length; j++)``): 「字节对编码」 could only match 字节, 对 and 编, and a
-# query's last word lost to its single characters. The served copy of the worker gets the
-# one-character fix (``j <= query.length``); the build fails if the loop is not found exactly once,
-# so an upgrade of Material that changes or fixes it is noticed.
-SEGMENT_LOOP = re.compile(r"for\(let (\w)=(\w)\+1;\1<(\w)\.length;\1\+\+\)\3\.slice\(\2,\1\)in ")
+# Two one-line fixes to how Material's search worker (9.x) reads a Chinese query, applied to the
+# copy the site serves. The build fails if a fixed line is not found exactly once, so an upgrade
+# of Material that changes or fixes it is noticed.
+# 1. integrations/search/query/segment cuts a run of Han characters into tokens of the index, but
+#    its loop never tries a token that ends the run (``for (j = i + 1; j < query.length; j++)``):
+#    「字节对编码」 could only match 字节, 对 and 编, and a query's last word lost to its characters.
+# 2. search() puts the segmented run back in place, glued to the Latin letters or digits around it:
+#    「BPE算法」 and 「LayerNorm公式」 stayed one term that no index token starts with (no result).
+WORKER_FIXES = [
+    (re.compile(r"for\(let (\w)=(\w)\+1;\1<(\w)\.length;\1\+\+\)\3\.slice\(\2,\1\)in "),
+     lambda m: m.group(0).replace("<", "<=", 1)),
+    (re.compile(r"(\w)=>\[\.\.\.(\w+)\(\1,this\.index\.invertedIndex\)\]\.join\(\"\* \"\)"),
+     lambda m: f'{m.group(1)}=>" "+[...{m.group(2)}({m.group(1)},this.index.invertedIndex)].join("* ")+" "'),
+]
 
 
 def fix_query_segmentation(site_dir: Path) -> None:
@@ -357,11 +364,12 @@ def fix_query_segmentation(site_dir: Path) -> None:
     if len(workers) != 1:
         raise PluginError(f"searchindex: expected one search worker, found {workers}")
     code = workers[0].read_text(encoding="utf-8")
-    fixed, found = SEGMENT_LOOP.subn(lambda m: m.group(0).replace("<", "<=", 1), code)
-    if found != 1:
-        raise PluginError(f"searchindex: the query segmentation loop of {workers[0].name} was found "
-                          f"{found} times (Material changed: check whether the fix is still needed)")
-    workers[0].write_text(fixed, encoding="utf-8")
+    for pattern, fix in WORKER_FIXES:
+        code, found = pattern.subn(fix, code)
+        if found != 1:
+            raise PluginError(f"searchindex: {pattern.pattern!r} was found {found} times in {workers[0].name} "
+                              "(Material changed: check whether the fix is still needed)")
+    workers[0].write_text(code, encoding="utf-8")
 
 
 @event_priority(-50)  # after the search plugin writes the index, before offline (-100) copies it

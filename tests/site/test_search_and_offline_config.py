@@ -141,9 +141,12 @@ def _segment(worker: str, query: str, tokens: set[str]) -> int:
 
 def test_query_segmentation_tries_a_token_that_ends_the_query(built_site, tmp_path):
     """The served search worker tries every index token of a Han run, the one that ends it
-    included: 「字节对编码」, a token of the index, is searched whole, not as 字节, 对 and 编."""
+    included: 「字节对编码」, a token of the index, is searched whole, not as 字节, 对 and 编
+    (sitebuild/hooks/searchindex.py: WORKER_FIXES)."""
     worker = next((built_site / "assets/javascripts/workers").glob("search.*.min.js")).read_text(encoding="utf-8")
     assert _segment(worker, "字节对编码", {"字节", "字节对编码", "编码"}) == 5
+    # and a segmented run is put back apart from the Latin letters around it: 「BPE算法」 is BPE + 算法
+    assert re.search(r'=>" "\+\[\.\.\.\w+\(\w,this\.index\.invertedIndex\)\]\.join\("\* "\)\+" "', worker)
     # the hook fails loudly where Material's loop is not what it fixes
     workers = tmp_path / "assets/javascripts/workers"
     workers.mkdir(parents=True)
