@@ -16,8 +16,10 @@ def _site(tmp_path, pages: dict[str, str]):
 
 def test_kinds_are_tags_classes_and_attribute_names_of_the_body():
     html = PAGE.format('<div class="admonition note"><p>x</p></div><a href="#a" tabindex="0">a</a>'
-                       '<span class="katex"><span class="mord">a</span><math><semantics><mi>a</mi>'
-                       '<annotation>a</annotation></semantics></math></span><span class="hll l12">y</span>')
+                       # KaTeX's order: the MathML copy, then the drawn spans (aria-hidden)
+                       '<span class="katex"><span class="katex-mathml"><math><semantics><mi>a</mi>'
+                       '<annotation>a</annotation></semantics></math></span><span class="katex-html" '
+                       'aria-hidden="true"><span class="mord">a</span></span></span><span class="hll l12">y</span>')
     kinds = element_kinds(html)
     assert {"div", "div.admonition", "div.note", "p", "span.katex", "span.hll", "footer.x"} <= kinds
     assert {"a[href]", "a[tabindex]"} <= kinds  # attribute names, not their values

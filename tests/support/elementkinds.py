@@ -16,8 +16,11 @@ from pathlib import Path
 START_TAG = re.compile(r"<([a-z][a-z0-9-]*)([^>]*)>")
 CLASS = re.compile(r'\bclass="([^"]*)"')
 ATTRIBUTE = re.compile(r"""\s([a-zA-Z_:][-a-zA-Z0-9_:.]*)(?:\s*=\s*(?:"[^"]*"|'[^']*'|[^\s>]+))?""")
-# KaTeX's inner spans (mord, vlist, …) take the text colour of the formula: one kind for all
-KATEX = re.compile(r'<span class="katex">.*?</annotation></semantics></math></span>', re.S)
+# A formula's inner spans (its MathML copy, then mord, vlist, sqrt, … under the aria-hidden
+# katex-html) are KaTeX's markup, the same on every page, in the formula's text colour: one kind
+# for all, span.katex.
+KATEX = '<span class="katex">'
+SPAN_TAG = re.compile(r"<(/?)span\b")
 
 
 def body(html: str) -> str:
@@ -25,9 +28,24 @@ def body(html: str) -> str:
     return html[start:] if start >= 0 else html
 
 
+def without_formula_insides(html: str) -> str:
+    """Every ``<span class="katex">`` element emptied (its balanced inside cut)."""
+    out, i = [], 0
+    while (start := html.find(KATEX, i)) >= 0:
+        inside, depth = start + len(KATEX), 1
+        for m in SPAN_TAG.finditer(html, inside):
+            depth += -1 if m.group(1) else 1
+            if depth == 0:
+                break
+        out.append(html[i:inside])
+        i = m.start()  # the formula's own closing tag
+    out.append(html[i:])
+    return "".join(out)
+
+
 def element_kinds(html: str) -> set[str]:
     kinds = set()
-    for tag, attrs in START_TAG.findall(KATEX.sub('<span class="katex">', body(html))):
+    for tag, attrs in START_TAG.findall(without_formula_insides(body(html))):
         kinds.add(tag)
         m = CLASS.search(attrs)
         for cls in (m.group(1).split() if m else []):
