@@ -25,20 +25,24 @@ OLD_LINKS = [
 ]
 
 
-@pytest.mark.parametrize(("old", "new"), OLD_LINKS, ids=[o.split("#")[1] for o, _ in OLD_LINKS])
-def test_an_old_anchor_lands_on_its_section(chromium_browser, site_url, old, new):
+@pytest.fixture(scope="module")
+def phone_tab(chromium_browser):
+    """One tab for the three links, as a reader follows them: the theme comes from the cache."""
     ctx = new_context(chromium_browser, viewport={"width": 390, "height": 844})
-    page = ctx.new_page()
-    try:
-        page.goto(site_url + old)
-        # not wait_for_page: navigation.tracking may rewrite the hash once the page is set up
-        page.wait_for_load_state("load")
-        page.wait_for_function("() => !!document.body.dataset.pageReady", timeout=90_000)
-        # the page that holds the anchor (navigation.tracking may then rewrite the hash to the
-        # heading the reader is in, so the element itself is checked, not the hash)
-        assert unquote(page.url).split("#")[0] == site_url + new.split("#")[0], page.url
-        target = page.locator(f"[id='{new.split('#')[1]}']")
-        box = target.bounding_box()
-        assert box and 0 <= box["y"] < 844, f"{new}: not in view ({box})"
-    finally:
-        ctx.close()
+    yield ctx.new_page()
+    ctx.close()
+
+
+@pytest.mark.parametrize(("old", "new"), OLD_LINKS, ids=[o.split("#")[1] for o, _ in OLD_LINKS])
+def test_an_old_anchor_lands_on_its_section(phone_tab, site_url, old, new):
+    page = phone_tab
+    page.goto(site_url + old)
+    # not wait_for_page: navigation.tracking may rewrite the hash once the page is set up
+    page.wait_for_load_state("load")
+    page.wait_for_function("() => !!document.body.dataset.pageReady", timeout=90_000)
+    # the page that holds the anchor (navigation.tracking may then rewrite the hash to the
+    # heading the reader is in, so the element itself is checked, not the hash)
+    assert unquote(page.url).split("#")[0] == site_url + new.split("#")[0], page.url
+    target = page.locator(f"[id='{new.split('#')[1]}']")
+    box = target.bounding_box()
+    assert box and 0 <= box["y"] < 844, f"{new}: not in view ({box})"
