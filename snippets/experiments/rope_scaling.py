@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import sys
 
+import torch
 from tqdm import tqdm
 
 from snippets.experiments._cli import experiment_main
@@ -30,9 +31,9 @@ def run(preset: str, cfg: dict) -> dict:
     grids = {}
     for name in tqdm(GRIDS, desc=KIND, file=sys.stderr, unit="grid"):
         if name == "rope":
-            theta = rope_frequencies(d, b)
+            theta = rope_frequencies(d, b, torch.float64)
         elif name == "rope-500k":
-            theta = rope_frequencies(d, cfg["large_base"])
+            theta = rope_frequencies(d, cfg["large_base"], torch.float64)
         else:
             theta = scaled_rope_frequencies(d, b, name, s, original_len=L, alpha=cfg["alpha"], beta=cfg["beta"])
         grids[name] = [2 * math.pi / t for t in theta.double().tolist()]      # 波长 λ_i = 2π/θ_i
