@@ -46,7 +46,7 @@ def render_length_figure(results: list[dict], out_dir: Path) -> None:
     ax.set_ylim(0, 105)
     ax.set_xlabel("评估长度（训练长度 %d）" % c["train_len"])
     ax.set_ylabel("超出训练长度的位置上的准确率（%）")
-    ax.set_title(f"{len(c['seeds'])} 个种子的均值与最小–最大；点线是随机猜测", fontsize="small")
+    ax.set_title(f"{len(c['seeds'])} 个种子的均值与最小–最大\n点线是随机猜测")
     legend_below(ax)
     save_svg(fig, out_dir / "length-generalization.svg", sources=[r])
 
@@ -64,7 +64,7 @@ def render_length_table(results: list[dict], out_dir: Path) -> None:
                   if "beyond_mean" in s else "—（都在训练长度内）")
         rows.append([ENCODING_LABELS[s["encoding"]], s["length"], _pct(s["accuracy_mean"]), beyond])
     learned = [x["learned_unseen_rows_max_change"] for x in r["runs"] if "learned_unseen_rows_max_change" in x]
-    setup = (f"任务：前一个词元（位置 i 输出 x_(i−1)），{t['vocab_size']} 个符号，随机猜测 {_pct(1 / t['vocab_size'])}；"
+    setup = (f"任务：前一个词元（位置 i 输出 x_(i−1)），{t['vocab_size']} 个符号，随机猜测 {100 / t['vocab_size']:.2f}%；"
              f"d_model = {t['d_model']}，{t['num_layers']} 层，{t['num_heads']} 头，pre-LN，因果掩码；"
              f"只在长度 {c['train_len']} 上训练，{c['optimizer']}，学习率 {c['lr']}，批大小 {c['batch_size']}，"
              f"{c['steps']} 步，每种编码 {len(c['seeds'])} 个种子 {c['seeds']}；每个评估长度 {c['eval_sequences']} "
@@ -87,8 +87,7 @@ def render_wavelength_figure(results: list[dict], out_dir: Path) -> None:
     log_ticks(ax.yaxis)
     ax.set_xlabel("维度对的编号 i")
     ax.set_ylabel("波长 2π/θ_i（词元）")
-    ax.set_title(f"d = {r['config']['d']}，s = {r['config']['factor']:g}；点线是原长度 L = {r['config']['original_len']}",
-                 fontsize="small")
+    ax.set_title(f"d = {r['config']['d']}，s = {r['config']['factor']:g}\n点线是原长度 L = {r['config']['original_len']}")
     legend_below(ax)
     save_svg(fig, out_dir / "rope-wavelengths.svg", sources=[r])
 
