@@ -317,20 +317,29 @@ def test_alibi_bias_entries():
 
 @pytest.mark.claim("ch07-alibi-values", paper="ALiBi (Press et al. 2022)",
                    title="ALiBi 的 V 里有没有位置信息",
-                   text="ALiBi 只改分数、不碰 V，但第一层的输出（下一层的 V 从它算出）已经随位置变化："
-                        "在 [BOS, c, c, …] 上各位置的输出互不相同；不加 ALiBi、不加位置编码的双向注意力则全都相同")
+                   text="ALiBi 只改分数、不碰 V，但权重随位置变化：q = k = 0 时第 h 个头在位置 i 对 j 的权重正比于 "
+                        "exp(−m_h(i − j))，[BOS, c, c, …] 上位置 1 … n−1 的输入相同、输出两两不同（下一层的 V 由它算出）；"
+                        "不加偏置、不加掩码的同一层输出全都相同")
 def test_alibi_puts_position_into_the_next_layers_values():
     torch.manual_seed(0)
-    d, n = 16, 10
-    attn = PositionalSelfAttention(d, 4, position="alibi").double()
+    d, n, h = 16, 10, 4
+    attn = PositionalSelfAttention(d, h, position="alibi").double()
+    with torch.no_grad():                                                # q = k = 0：分数只剩 ALiBi 偏置
+        for lin in (attn.w_q, attn.w_k):
+            lin.weight.zero_()
+            lin.bias.zero_()
     x = torch.randn(1, 1, d, dtype=F64, generator=gen(2)).expand(1, n, d).clone()
     x[0, 0] = torch.randn(d, dtype=F64, generator=gen(3))                 # BOS 与其余的 c 不同
-    out, _ = attn(x, x, x)
+    out, w = attn(x, x, x)
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    for head, m in enumerate(alibi_slopes(h)):
+        expected = torch.exp(-m * (i - j)).masked_fill(j > i, 0.0)
+        assert torch.allclose(w[0, head], expected / expected.sum(-1, keepdim=True), atol=1e-12)
     gaps = (out[0, 1:, None] - out[0, None, 1:]).norm(dim=-1) + torch.eye(n - 1, dtype=F64)
     assert gaps.min().item() > 1e-6                                      # 位置 1 … n−1 输入相同，输出两两不同
-    plain = MultiHeadAttention(d, 4).double()
-    plain.load_state_dict({k: v for k, v in attn.state_dict().items()})
-    out2, _ = plain(x, x, x)
+    plain = MultiHeadAttention(d, h).double()
+    plain.load_state_dict(attn.state_dict())
+    out2, _ = plain(x, x, x)                                             # 无偏置、无掩码
     assert (out2[0, 1:] - out2[0, 1]).abs().max().item() < 1e-12
 
 
