@@ -17,7 +17,8 @@ encountered during training」，论文没有检验它。这里在一个只靠�
 与初始值的最大差（应为 0），这是「learned 在训练长度之外只有随机向量」的直接证据，不靠训练时长。
 
 预设：tiny（测试用，几秒）、quick（4 种 × 2 个种子，300 步，约 1 分钟）、full（4 种 × 5 个种子，600 步，
-约 4 分钟，页面用它）。
+约 4 分钟，页面用它）、long（只有正弦与 RoPE，5 个种子，2400 步，约 10 分钟；回答「多练几倍会不会改变读法」，
+默认写 results/length-generalization-long.json，不覆盖 full 的结果）。
 
 运行：python -m snippets.experiments.length_generalization --preset full   （CPU，单线程）
 """
@@ -35,6 +36,7 @@ from tqdm import tqdm
 from snippets.experiments._cli import experiment_main
 from snippets.experiments.copy_task import lr_factor
 from snippets.positional import PositionalSelfAttention, sinusoidal_positional_encoding
+from snippets.results import RESULTS_DIR
 from snippets.transformer import EncoderLayer, TokenEmbedding
 
 KIND = "length-generalization"
@@ -51,7 +53,11 @@ PRESETS = {
               "lr": 3e-3, "train_len": 32, "eval_lens": [32, 64, 128, 256], "eval_sequences": 64},
     "full": {"encodings": ENCODINGS, "seeds": [0, 1, 2, 3, 4], "steps": 600, "warmup_steps": 60, "batch_size": 32,
              "lr": 3e-3, "train_len": 32, "eval_lens": [32, 64, 128, 256], "eval_sequences": 128},
+    # long：与 full 相同，只是 4 倍步数，只跑读法可能因训练更久而改变的两种编码
+    "long": {"encodings": ["sinusoid", "rope"], "seeds": [0, 1, 2, 3, 4], "steps": 2400, "warmup_steps": 60,
+             "batch_size": 32, "lr": 3e-3, "train_len": 32, "eval_lens": [32, 64, 128, 256], "eval_sequences": 128},
 }
+LONG_OUT = "length-generalization-long.json"  # long 的默认输出文件，与 full 的文件并存
 
 
 class PositionLM(nn.Module):
@@ -160,6 +166,9 @@ def run(preset: str, cfg: dict) -> dict:
 
 
 def main(argv=None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if ("long" in argv or "--preset=long" in argv) and not any(a == "--out" or a.startswith("--out=") for a in argv):
+        argv += ["--out", str(RESULTS_DIR / LONG_OUT)]                     # long 不覆盖 full 的文件
     return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick")
 
 
