@@ -21,6 +21,7 @@ CODE = CH07 + "code.md"
 ROOT = Path(__file__).resolve().parents[2]
 LENGTH = ROOT / "results" / "length-generalization.json"
 SCALING = ROOT / "results" / "rope-scaling.json"
+LONG = ROOT / "results" / lg.LONG_OUT
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +99,26 @@ def test_extrapolation_results(length):
     assert round(100 * summary(length, "sinusoid", 64)["beyond_mean"], 1) == 13.5
     assert summary(length, "sinusoid", 128)["beyond_mean"] < 0.10 and summary(length, "sinusoid", 256)["beyond_mean"] < 0.10
     assert_states(CODE, "均值13.5%", "33%–59%", "90%以上")
+
+
+@pytest.mark.claim("ch07-long-run", paper="§3.5 (「may allow the model to extrapolate」)",
+                   results="results/length-generalization-long.json", title="再多练 4 倍",
+                   text="只把步数从 600 改成 2400（正弦与 RoPE，同样 5 个种子）：正弦在长度 64、128、256 上的均值都升高"
+                        "（64 上 21.1%），但每个长度上正弦的每个种子仍低于 RoPE 的每个种子；RoPE 在 256 上从 42.8% 降到 35.2%")
+def test_four_times_the_training(length):
+    long = load_results(LONG)
+    assert long["kind"] == lg.KIND and long["preset"] == "long" and long["provenance"]["git"]["dirty"] is False
+    assert long["config"] == {**lg.PRESETS["long"], "optimizer": long["config"]["optimizer"], "threads": 1}
+    assert long["config"]["steps"] == 4 * length["config"]["steps"]
+    assert long["config"]["seeds"] == length["config"]["seeds"]
+    for n in long["config"]["eval_lens"][1:]:
+        sin_long, rope_long = summary(long, "sinusoid", n), summary(long, "rope", n)
+        assert sin_long["beyond_mean"] > summary(length, "sinusoid", n)["beyond_mean"]
+        assert sin_long["beyond_max"] < rope_long["beyond_min"]
+    assert round(100 * summary(long, "sinusoid", 64)["beyond_mean"], 1) == 21.1
+    assert round(100 * summary(length, "rope", 256)["beyond_mean"], 1) == 42.8
+    assert round(100 * summary(long, "rope", 256)["beyond_mean"], 1) == 35.2
+    assert_states(CODE, "长度64上21.1%", "从42.8%降到35.2%")
 
 
 def test_rope_scaling_file_matches_the_code():

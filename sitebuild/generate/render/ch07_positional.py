@@ -3,6 +3,7 @@
 - length-generalization.svg  四种位置编码：训练长度之外的位置上的准确率随评估长度的变化（各种子的均值，
                              竖线是最小–最大）
 - length-generalization.md   同样的数字：每种编码、每个评估长度，全部位置与只看超出训练长度的位置
+- length-generalization-long.md  long 预设（正弦与 RoPE，4 倍步数）与 full 预设并排：超出训练长度的位置上的准确率
 - rope-wavelengths.svg       每一对维度的波长：原始 RoPE、PI、NTK-aware、YaRN、底数 500000（对数纵轴）
 - rope-wavelengths.md        这张图的设定与几个关键数（最短、最长波长，NTK 的新底数，YaRN 的系数）
 
@@ -73,6 +74,26 @@ def render_length_table(results: list[dict], out_dir: Path) -> None:
     write_text(out_dir, "length-generalization.md", setup + md_table(head, rows) + "\n" + md_caption(r))
 
 
+def render_long_table(results: list[dict], out_dir: Path) -> None:
+    long, full = pick(results, "length-generalization", ("long",)), pick(results, "length-generalization", ("full",))
+    if long is None or full is None:
+        write_text(out_dir, "length-generalization-long.md", NO_RESULTS)
+        return
+    steps = (full["config"]["steps"], long["config"]["steps"])
+    head = ["编码", "评估长度", f"{steps[0]} 步：均值（最小–最大）", f"{steps[1]} 步：均值（最小–最大）"]
+    rows = []
+    for s in long["summary"]:
+        if "beyond_mean" not in s:
+            continue
+        (f,) = [x for x in full["summary"] if x["encoding"] == s["encoding"] and x["length"] == s["length"]]
+        rows.append([ENCODING_LABELS[s["encoding"]], s["length"]]
+                    + [f"{_pct(x['beyond_mean'])}（{_pct(x['beyond_min'])}–{_pct(x['beyond_max'])}）" for x in (f, s)])
+    c = long["config"]
+    text = (f"超出训练长度的位置上的准确率。两次运行只差步数（{steps[0]} 对 {steps[1]}），其余设置相同："
+            f"训练长度 {c['train_len']}，种子 {c['seeds']}，每个评估长度 {c['eval_sequences']} 条新序列。\n\n")
+    write_text(out_dir, "length-generalization-long.md", text + md_table(head, rows) + "\n" + md_caption(full, long))
+
+
 def render_wavelength_figure(results: list[dict], out_dir: Path) -> None:
     r = pick(results, "rope-scaling")
     if r is None:
@@ -106,4 +127,5 @@ def render_wavelength_table(results: list[dict], out_dir: Path) -> None:
     write_text(out_dir, "rope-wavelengths.md", text + md_table(head, rows) + "\n" + md_caption(r))
 
 
-RENDERERS = [render_length_figure, render_length_table, render_wavelength_figure, render_wavelength_table]
+RENDERERS = [render_length_figure, render_length_table, render_long_table, render_wavelength_figure,
+             render_wavelength_table]
