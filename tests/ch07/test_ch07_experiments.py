@@ -160,7 +160,7 @@ def test_renderer_writes_every_file(tmp_path, length):
     ch07_positional.render_length_table(data, tmp_path)
     ch07_positional.render_wavelength_table(data, tmp_path)
     table = (tmp_path / "length-generalization.md").read_text(encoding="utf-8")
-    assert "| 正弦（输入端相加） | 64 | 56.1% | 13.5%（12.5%–15.0%） |" in table
+    assert "| 正弦 | 64 | 13.5%（12.5–15.0） |" in table and "| ALiBi | 32 | 100.0%（99.9–100.0），全部位置 |" in table
     assert "与初始值的最大差：0（5 个种子）" in table
     ch07_positional.render_length_table([], tmp_path)
     assert "尚无测量结果" in (tmp_path / "length-generalization.md").read_text(encoding="utf-8")

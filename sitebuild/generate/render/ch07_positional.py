@@ -19,12 +19,18 @@ from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_belo
 
 ENCODING_LABELS = {"sinusoid": "正弦（输入端相加）", "learned": "可学习位置嵌入（输入端相加）",
                    "rope": "RoPE（旋转 q、k）", "alibi": "ALiBi（分数加线性偏置）"}
+SHORT_LABELS = {"sinusoid": "正弦", "learned": "可学习", "rope": "RoPE", "alibi": "ALiBi"}
 GRID_LABELS = {"rope": "原始 RoPE（底数 10000）", "pi": "位置插值 PI", "ntk": "NTK-aware", "yarn": "YaRN",
                "rope-500k": "底数 500000"}
 
 
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
+
+
+def _spread(mean: float, low: float, high: float) -> str:
+    """均值（最小–最大），后两个不带 %：手机上表格不必横向滚动。"""
+    return f"{_pct(mean)}（{100 * low:.1f}–{100 * high:.1f}）"
 
 
 def render_length_figure(results: list[dict], out_dir: Path) -> None:
@@ -58,19 +64,23 @@ def render_length_table(results: list[dict], out_dir: Path) -> None:
         write_text(out_dir, "length-generalization.md", NO_RESULTS)
         return
     c, t = r["config"], r["task"]
-    head = ["编码", "评估长度", "全部位置（均值）", "超出训练长度的位置：均值（最小–最大）"]
+    head = ["编码", "长度", "准确率：均值（最小–最大）"]
     rows = []
     for s in r["summary"]:
-        beyond = (f"{_pct(s['beyond_mean'])}（{_pct(s['beyond_min'])}–{_pct(s['beyond_max'])}）"
-                  if "beyond_mean" in s else "—（都在训练长度内）")
-        rows.append([ENCODING_LABELS[s["encoding"]], s["length"], _pct(s["accuracy_mean"]), beyond])
+        if "beyond_mean" in s:                                           # 只看超出训练长度的位置
+            cell = _spread(s["beyond_mean"], s["beyond_min"], s["beyond_max"])
+        else:                                                            # 训练长度：全部位置
+            cell = _spread(s["accuracy_mean"], s["accuracy_min"], s["accuracy_max"]) + "，全部位置"
+        rows.append([SHORT_LABELS[s["encoding"]], s["length"], cell])
     learned = [x["learned_unseen_rows_max_change"] for x in r["runs"] if "learned_unseen_rows_max_change" in x]
     setup = (f"任务：前一个词元（位置 i 输出 x_(i−1)），{t['vocab_size']} 个符号，随机猜测 {100 / t['vocab_size']:.2f}%；"
              f"d_model = {t['d_model']}，{t['num_layers']} 层，{t['num_heads']} 头，pre-LN，因果掩码；"
              f"只在长度 {c['train_len']} 上训练，{c['optimizer']}，学习率 {c['lr']}，批大小 {c['batch_size']}，"
              f"{c['steps']} 步，每种编码 {len(c['seeds'])} 个种子 {c['seeds']}；每个评估长度 {c['eval_sequences']} "
              f"条新序列；单线程 CPU。可学习位置嵌入表里训练中从未用到的行（第 {c['train_len']} 行起）与初始值的最大差："
-             f"{max(learned):g}（{len(learned)} 个种子）。\n\n")
+             f"{max(learned):g}（{len(learned)} 个种子）。表中长度 {c['train_len']} 一行是全部位置（都在训练长度内），"
+             f"其余各行只看第 {c['train_len']} 个位置以后（训练时从未出现过的位置），写作均值（各种子的最小–最大，单位 %）；「正弦」「可学习」加在输入端，"
+             f"RoPE、ALiBi 在注意力里。\n\n")
     write_text(out_dir, "length-generalization.md", setup + md_table(head, rows) + "\n" + md_caption(r))
 
 
@@ -80,16 +90,16 @@ def render_long_table(results: list[dict], out_dir: Path) -> None:
         write_text(out_dir, "length-generalization-long.md", NO_RESULTS)
         return
     steps = (full["config"]["steps"], long["config"]["steps"])
-    head = ["编码", "评估长度", f"{steps[0]} 步：均值（最小–最大）", f"{steps[1]} 步：均值（最小–最大）"]
+    head = ["编码", "长度", f"{steps[0]} 步", f"{steps[1]} 步"]
     rows = []
     for s in long["summary"]:
         if "beyond_mean" not in s:
             continue
         (f,) = [x for x in full["summary"] if x["encoding"] == s["encoding"] and x["length"] == s["length"]]
-        rows.append([ENCODING_LABELS[s["encoding"]], s["length"]]
-                    + [f"{_pct(x['beyond_mean'])}（{_pct(x['beyond_min'])}–{_pct(x['beyond_max'])}）" for x in (f, s)])
+        rows.append([SHORT_LABELS[s["encoding"]], s["length"]]
+                    + [_spread(x["beyond_mean"], x["beyond_min"], x["beyond_max"]) for x in (f, s)])
     c = long["config"]
-    text = (f"超出训练长度的位置上的准确率。两次运行只差步数（{steps[0]} 对 {steps[1]}），其余设置相同："
+    text = (f"超出训练长度的位置上的准确率，均值（{len(c['seeds'])} 个种子的最小–最大，单位 %）。两次运行只差步数（{steps[0]} 对 {steps[1]}），其余设置相同："
             f"训练长度 {c['train_len']}，种子 {c['seeds']}，每个评估长度 {c['eval_sequences']} 条新序列。\n\n")
     write_text(out_dir, "length-generalization-long.md", text + md_table(head, rows) + "\n" + md_caption(full, long))
 
