@@ -8,6 +8,7 @@
 """
 
 from snippets.attention import KVCache, MultiHeadAttention  # noqa: F401  (小节里按名字使用)
+from snippets.positional import pe_offset_matrix, sinusoidal_positional_encoding  # noqa: F401  (同上；第 07 章)
 
 # --8<-- [start:imports]
 import math
@@ -18,51 +19,6 @@ from torch import nn
 
 
 # --8<-- [start:positional-encoding]
-def sinusoidal_positional_encoding(
-    max_len: int, d_model: int, dtype: torch.dtype = torch.float32
-) -> torch.Tensor:
-    """正弦位置编码（论文 §3.5），返回 (max_len, d_model)。
-
-    PE[pos, 2i]   = sin(pos · ω_i)
-    PE[pos, 2i+1] = cos(pos · ω_i)，  ω_i = 1 / 10000^(2i / d_model)
-    """
-    if d_model <= 0 or d_model % 2 != 0:
-        raise ValueError(f"d_model must be a positive even number, got d_model={d_model}")
-    if max_len <= 0:
-        raise ValueError(f"max_len must be positive, got max_len={max_len}")
-    pos = torch.arange(max_len, dtype=dtype).unsqueeze(1)                 # (max_len, 1)
-    two_i = torch.arange(0, d_model, 2, dtype=dtype)                      # (d_model/2,)
-    omega = torch.exp(-math.log(10000.0) * two_i / d_model)               # (d_model/2,)
-    angle = pos * omega                                                   # (max_len, d_model/2)
-    pe = torch.empty(max_len, d_model, dtype=dtype)
-    pe[:, 0::2] = torch.sin(angle)                                        # 偶数维：sin
-    pe[:, 1::2] = torch.cos(angle)                                        # 奇数维：cos
-    return pe
-
-
-def pe_offset_matrix(k: int, d_model: int, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """线性矩阵 M_k，使 PE[pos + k] = M_k @ PE[pos] 对每个 pos 都成立，返回 (d_model, d_model)。
-
-    每对维度 (2i, 2i+1) 是一个以角频率 ω_i 转动的二维向量 (sin, cos)：
-        sin(ω(p+k)) =  cos(ωk)·sin(ωp) + sin(ωk)·cos(ωp)
-        cos(ω(p+k)) = -sin(ωk)·sin(ωp) + cos(ωk)·cos(ωp)
-    所以 M_k 是分块对角矩阵，第 i 块是 [[cos ω_i k, sin ω_i k], [-sin ω_i k, cos ω_i k]]，
-    它只依赖偏移 k，不依赖 pos —— 相对位置是绝对位置编码的一个线性函数。
-    """
-    if d_model <= 0 or d_model % 2 != 0:
-        raise ValueError(f"d_model must be a positive even number, got d_model={d_model}")
-    two_i = torch.arange(0, d_model, 2, dtype=dtype)
-    omega = torch.exp(-math.log(10000.0) * two_i / d_model)               # (d_model/2,)
-    c, s = torch.cos(omega * k), torch.sin(omega * k)                     # (d_model/2,)
-    m = torch.zeros(d_model, d_model, dtype=dtype)
-    idx = torch.arange(0, d_model, 2)
-    m[idx, idx] = c
-    m[idx, idx + 1] = s
-    m[idx + 1, idx] = -s
-    m[idx + 1, idx + 1] = c
-    return m
-
-
 class PositionalEncoding(nn.Module):
     """把正弦位置编码加到嵌入上，再做 dropout（论文 §5.4 的「嵌入 + PE 之和」上的 dropout）。"""
 

@@ -41,7 +41,8 @@ from tqdm import tqdm
 
 from snippets.experiments._cli import experiment_main
 from snippets.results import RESULTS_DIR
-from snippets.transformer import EncoderLayer, sinusoidal_positional_encoding
+from snippets.positional import sinusoidal_positional_encoding
+from snippets.transformer import EncoderLayer
 
 KIND = "multi-head"
 MODULE = "snippets.experiments.heads"

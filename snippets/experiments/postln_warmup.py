@@ -2,7 +2,7 @@
 
 任务：随机词元序列取反序（位置 i 的目标是输入的第 n−1−i 个词元），只用编码器，
 每一步都是新抽的一批，所以训练损失也就是没见过的数据上的损失。模型全部是读者代码：
-snippets.transformer 的 TokenEmbedding、sinusoidal_positional_encoding、EncoderLayer
+snippets.transformer 的 TokenEmbedding、EncoderLayer，snippets.positional 的 sinusoidal_positional_encoding
 （norm_first 开关选 Post-LN / Pre-LN），线性读出；参数用这些模块自带的初始化
 （nn.Linear 的 PyTorch 默认初始化），和读者直接构造出来的模型一样；另一组用 Xavier 均匀初始化
 （snippets.norms.xavier_init_，第十节的逐层梯度测量与 Xiong et al. 的分析用的就是它）。
@@ -44,7 +44,8 @@ from tqdm import tqdm
 from snippets.experiments._cli import experiment_main
 from snippets.norms import xavier_init_
 from snippets.results import RESULTS_DIR
-from snippets.transformer import EncoderLayer, TokenEmbedding, sinusoidal_positional_encoding
+from snippets.positional import sinusoidal_positional_encoding
+from snippets.transformer import EncoderLayer, TokenEmbedding
 
 KIND = "postln-warmup"
 MODULE = "snippets.experiments.postln_warmup"

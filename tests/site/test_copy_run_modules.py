@@ -137,9 +137,11 @@ def test_section_names_are_exact(module):
 MODULES = sorted(p.stem for p in (ROOT / "snippets").glob("*.py") if parse_sections(p))
 # what a page must include besides a module's own sections (they use these names without importing them)
 ATTENTION = ("attention", ["imports", "sdpa", "masks", "mha", "kv-cache", "checks"])
+SINUSOID = ("positional", ["imports", "sinusoid"])  # transformer.py's PositionalEncoding uses it (chapter 07)
 PREFIX = {
-    "transformer": [ATTENTION],
-    "decoding": [ATTENTION, ("transformer", ["imports", "positional-encoding", "embedding", "ffn",
+    "transformer": [ATTENTION, SINUSOID],
+    "positional": [("checks", ["imports", "checks"]), ATTENTION],
+    "decoding": [ATTENTION, SINUSOID, ("transformer", ["imports", "positional-encoding", "embedding", "ffn",
                                              "encoder-layer", "decoder-layer", "model", "kv-cache"])],
     "rnn": [("checks", ["imports", "checks"])],
     "lstm": [("checks", ["imports", "checks"])],

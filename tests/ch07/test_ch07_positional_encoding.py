@@ -1,0 +1,393 @@
+"""Chapter 07, 位置编码：从正弦到 RoPE: the code in snippets/positional.py and the claims the pages cite
+(CONVENTIONS.md, "Claims"). The experiment's claims are in test_ch07_experiments.py."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from snippets.attention import MultiHeadAttention, scaled_dot_product_attention
+from snippets.positional import (PositionalSelfAttention, alibi_bias, alibi_slopes, apply_rope, apply_rope_half,
+                                 interleaved_to_half, pe_offset_matrix, rope_frequencies, rotate_half,
+                                 scaled_rope_frequencies, sinusoidal_positional_encoding, yarn_mscale)
+from tests.support.pages import assert_states, chapter
+
+F64 = torch.float64
+CH07 = chapter("07")
+DERIVATION = CH07 + "derivation.md"
+ROPE_PAGE = CH07 + "derivation-rope.md"
+
+
+def gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+# ---------- the sinusoid ----------
+
+def test_sinusoid_matches_the_paper_formula_and_its_new_home():
+    import snippets.transformer as transformer
+    n, d = 50, 16
+    pe = sinusoidal_positional_encoding(n, d, dtype=F64)
+    for pos in (0, 7, 49):
+        for i in range(d // 2):
+            angle = pos / 10000 ** (2 * i / d)
+            assert pe[pos, 2 * i].item() == pytest.approx(math.sin(angle), abs=1e-12)
+            assert pe[pos, 2 * i + 1].item() == pytest.approx(math.cos(angle), abs=1e-12)
+    # transformer.py's PositionalEncoding uses this very function (moved, not copied)
+    assert transformer.sinusoidal_positional_encoding is sinusoidal_positional_encoding
+    assert torch.equal(transformer.PositionalEncoding(d, n, 0.0).pe, sinusoidal_positional_encoding(n, d))
+
+
+@pytest.mark.claim("ch07-wavelengths", paper="§3.5",
+                   title="波长的等比数列：从 2π 到（不到）10000·2π",
+                   text="正弦编码第 i 对的波长 λ_i = 2π·10000^(2i/d) 是公比 10000^(2/d) 的等比数列，最短 2π；"
+                        "最长的一对是 2π·10000^((d−2)/d)，d = 512 时约 60611（= 2π·9647），10000·2π 只是上界")
+def test_wavelengths_form_a_geometric_progression():
+    d = 512
+    lam = 2 * math.pi / rope_frequencies(d, 10000.0, F64)                 # (256,)
+    ratio = lam[1:] / lam[:-1]
+    assert torch.allclose(ratio, torch.full_like(ratio, 10000 ** (2 / d)), rtol=1e-12)
+    assert lam[0].item() == pytest.approx(2 * math.pi, rel=1e-12)
+    assert lam[-1].item() == pytest.approx(2 * math.pi * 10000 ** (510 / 512), rel=1e-12)
+    assert lam[-1].item() < 2 * math.pi * 10000
+    assert round(lam[-1].item()) == 60611 and round(lam[-1].item() / (2 * math.pi)) == 9647
+    # the encoding really has these periods: shifting pos by one wavelength of pair i gives pair i back
+    pe = sinusoidal_positional_encoding(2000, 16, dtype=F64)
+    period = 2 * math.pi / rope_frequencies(16, dtype=F64)[0].item()    # 2π for i = 0
+    assert period == pytest.approx(2 * math.pi)
+    assert_states(DERIVATION, "60611", "9647")
+
+
+@pytest.mark.claim("ch07-pe-dot", paper="§3.5",
+                   title="PE·PE 只依赖偏移，且关于偏移对称",
+                   text="PE_p·PE_{p+k} = Σ_i cos(ω_i k)，与 p 无关，且 k 与 −k 相同：单看内积分不出前后")
+def test_pe_dot_product_depends_only_on_the_offset():
+    d, n = 64, 400
+    pe = sinusoidal_positional_encoding(n, d, dtype=F64)
+    omega = rope_frequencies(d, dtype=F64)
+    for k in (1, 5, 37, 150):
+        dots = (pe[: n - k] * pe[k:]).sum(-1)                             # PE_p·PE_{p+k}，所有 p
+        closed = torch.cos(omega * k).sum()
+        assert (dots - closed).abs().max().item() < 1e-10
+        back = (pe[k:] * pe[: n - k]).sum(-1)                             # 偏移 −k：同一批内积
+        assert (back - dots).abs().max().item() == 0.0
+    assert not torch.allclose(torch.cos(omega * 1).sum(), torch.cos(omega * 2).sum())
+
+
+@pytest.mark.claim("ch07-projection", paper="§3.5",
+                   title="经过 W_Q、W_K 之后还只依赖偏移吗",
+                   text="(PE_p W_Q)·(PE_{p+k} W_K) 对随机的 W_Q、W_K 依赖 p；W_Q W_Kᵀ 与每个 M_k 可交换"
+                        "（每个 2×2 块形如 aI + bJ）时只依赖 k——这是充分条件")
+def test_projection_keeps_or_breaks_the_offset_dependence():
+    d, n, k = 16, 300, 3
+    pe = sinusoidal_positional_encoding(n, d, dtype=F64)
+    wq, wk = torch.randn(d, d, generator=gen(1), dtype=F64), torch.randn(d, d, generator=gen(2), dtype=F64)
+    scores = ((pe[: n - k] @ wq) * (pe[k:] @ wk)).sum(-1)                 # 每个 p 的分数，偏移固定为 k
+    assert scores.std().item() > 0.1                                     # 随 p 变化
+    a, b = torch.randn(d // 2, generator=gen(3), dtype=F64), torch.randn(d // 2, generator=gen(4), dtype=F64)
+    commuting = torch.zeros(d, d, dtype=F64)                             # 块 [[a, b], [−b, a]]
+    idx = torch.arange(0, d, 2)
+    commuting[idx, idx], commuting[idx + 1, idx + 1] = a, a
+    commuting[idx, idx + 1], commuting[idx + 1, idx] = b, -b
+    for t in (1, 7):
+        m = pe_offset_matrix(t, d)
+        assert torch.allclose(m @ commuting, commuting @ m, atol=1e-12)
+    scores = ((pe[: n - k] @ commuting) * pe[k:]).sum(-1)
+    assert scores.std().item() < 1e-10
+
+
+@pytest.mark.claim("ch07-sinusoid-rotation", paper="§3.5; RoFormer",
+                   title="正弦编码就是一个固定向量被转过的角度",
+                   text="PE_pos = R_{−pos}·p_0，p_0 = (0, 1, 0, 1, …)：apply_rope 把 p_0 转过 −pos·θ_i，逐元素等于正弦编码")
+def test_sinusoid_is_a_rotated_constant_vector():
+    n, d = 100, 32
+    p0 = torch.zeros(n, d, dtype=F64)
+    p0[:, 1::2] = 1.0
+    rotated = apply_rope(p0, positions=-torch.arange(n))
+    assert (rotated - sinusoidal_positional_encoding(n, d, dtype=F64)).abs().max().item() < 1e-12
+
+
+# ---------- why position at all ----------
+
+@pytest.mark.claim("ch07-causal-breaks-equivariance", paper="§3.5 (why positional encodings); §3.2.3",
+                   title="因果掩码打破置换等变",
+                   text="没有位置编码但有因果掩码时，把输入打乱后输出不再是原输出的同一个重排")
+def test_causal_mask_breaks_permutation_equivariance():
+    torch.manual_seed(0)
+    n, d = 10, 16
+    mha = MultiHeadAttention(d, 4).double()
+    mask = torch.ones(n, n, dtype=torch.bool).tril()
+    x = torch.randn(1, n, d, generator=gen(1), dtype=F64)
+    perm = torch.randperm(n, generator=gen(2))
+    out, _ = mha(x, x, x, mask=mask)
+    out_p, _ = mha(x[:, perm], x[:, perm], x[:, perm], mask=mask)
+    assert (out_p - out[:, perm]).abs().max().item() > 1e-3
+
+
+@pytest.mark.claim("ch07-nope-position", paper="NoPE (Kazemnejad et al. 2023)",
+                   title="没有位置编码的因果模型怎样知道位置",
+                   text="有因果掩码、无位置编码时，一个均匀注意力的头（q = 0）在 [BOS, c, c, …] 上输出 "
+                        "(e_BOS + i·c)/(i + 1)：BOS 分量是 1/(i + 1)，由它可以精确读出绝对位置 i")
+def test_causal_uniform_head_recovers_absolute_position():
+    n, d = 12, 4
+    bos, c = torch.tensor([1.0, 0, 0, 0], dtype=F64), torch.tensor([0, 1.0, 0, 0], dtype=F64)
+    v = torch.stack([bos] + [c] * (n - 1))                               # (n, d)
+    q, k = torch.zeros(n, d, dtype=F64), v                               # q = 0：每个可见位置权重相同
+    out, _ = scaled_dot_product_attention(q, k, v, torch.ones(n, n, dtype=torch.bool).tril())
+    i = torch.arange(n, dtype=F64)
+    assert torch.allclose(out[:, 0], 1 / (i + 1), atol=1e-15)
+    recovered = (1 / out[:, 0] - 1).round().long()
+    assert torch.equal(recovered, torch.arange(n))
+    unmasked, _ = scaled_dot_product_attention(q, k, v)                  # 无掩码：每个位置输出相同
+    assert (unmasked - unmasked[0]).abs().max().item() == 0.0
+
+
+# ---------- RoPE ----------
+
+def test_apply_rope_bad_input():
+    with pytest.raises(ValueError, match=r"x \(2, 5, 7\)"):
+        apply_rope(torch.randn(2, 5, 7))
+    with pytest.raises(ValueError, match=r"positions .*\(4,\).*x \(2, 5, 8\)"):
+        apply_rope(torch.randn(2, 5, 8), positions=torch.arange(4))
+    with pytest.raises(ValueError, match=r"x must have shape \(\.\.\., n, d\)"):
+        apply_rope(torch.randn(8))
+    with pytest.raises(TypeError):
+        apply_rope(torch.arange(8).reshape(2, 4))
+    with pytest.raises(ValueError, match="d_model=7"):
+        sinusoidal_positional_encoding(10, 7)
+    with pytest.raises(ValueError, match="n_heads"):
+        alibi_slopes(0)
+    with pytest.raises(ValueError, match="method"):
+        scaled_rope_frequencies(8, 10000.0, "linear", 2.0)
+
+
+@pytest.mark.claim("ch07-rope-relative", paper="RoFormer (Su et al. 2021)",
+                   title="RoPE 的分数只通过 n − m 依赖位置",
+                   text="⟨R_m q, R_n k⟩ = qᵀ R_{n−m} k：把两个位置同时平移 t，分数不变（逐元素到 1e-12）")
+def test_rope_score_depends_only_on_the_offset():
+    d = 64
+    q, k = torch.randn(d, generator=gen(1), dtype=F64), torch.randn(d, generator=gen(2), dtype=F64)
+
+    def score(m, n):
+        rq = apply_rope(q[None], positions=torch.tensor([m]))[0]
+        rk = apply_rope(k[None], positions=torch.tensor([n]))[0]
+        return (rq @ rk).item()
+
+    for m, n in ((0, 5), (3, 100), (40, 7)):
+        base = score(m, n)
+        for t in (1, 17, 1000):
+            assert score(m + t, n + t) == pytest.approx(base, abs=1e-12)
+        direct = (q @ apply_rope(k[None], positions=torch.tensor([n - m]))[0]).item()   # qᵀ R_{n−m} k
+        assert direct == pytest.approx(base, abs=1e-12)
+    assert abs(score(0, 5) - score(0, 6)) > 1e-3
+
+
+@pytest.mark.claim("ch07-rope-norm", paper="RoFormer (Su et al. 2021)",
+                   text="apply_rope 保持每个向量的范数：每一对维度只是被转了一个角度")
+def test_rope_preserves_norms():
+    x = torch.randn(3, 2, 50, 32, generator=gen(5), dtype=F64)
+    y = apply_rope(x, positions=torch.arange(50) * 37)
+    assert (y.norm(dim=-1) - x.norm(dim=-1)).abs().max().item() < 1e-12
+    pair = y.unflatten(-1, (16, 2)).norm(dim=-1) - x.unflatten(-1, (16, 2)).norm(dim=-1)
+    assert pair.abs().max().item() < 1e-12
+    assert (y - x).abs().max().item() > 0.1
+
+
+@pytest.mark.claim("ch07-rope-half", paper="RoFormer; GPT-NeoX / LLaMA (Hugging Face) rotate_half",
+                   title="交错配对与半分配对只差一个固定的维度置换",
+                   text="apply_rope_half(x[..., P]) = apply_rope(x)[..., P]，P = [0, 2, 4, …, 1, 3, 5, …]；"
+                        "不做置换时，同一个 x 两种写法的结果不同")
+def test_interleaved_and_half_split_agree_up_to_a_permutation():
+    d, n = 16, 30
+    x = torch.randn(2, n, d, generator=gen(6), dtype=F64)
+    perm = interleaved_to_half(d)
+    assert perm.tolist() == [0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15]
+    assert (apply_rope_half(x[..., perm]) - apply_rope(x)[..., perm]).abs().max().item() < 1e-12
+    assert (apply_rope_half(x) - apply_rope(x)).abs().max().item() > 0.1
+    assert torch.equal(rotate_half(torch.arange(4.0)), torch.tensor([-2.0, -3.0, 0.0, 1.0]))
+    # 权重也一样：q = x W_q；把 W_q 的列按 P 重排，半分写法的分数就与交错写法相同
+    w_q, w_k = torch.randn(d, d, generator=gen(7), dtype=F64), torch.randn(d, d, generator=gen(8), dtype=F64)
+    s_inter = apply_rope(x @ w_q) @ apply_rope(x @ w_k).transpose(-2, -1)
+    s_half = apply_rope_half(x @ w_q[:, perm]) @ apply_rope_half(x @ w_k[:, perm]).transpose(-2, -1)
+    assert (s_inter - s_half).abs().max().item() < 1e-10
+
+
+@pytest.mark.claim("ch07-rope-commutant", paper="RoFormer; review of chapter 02",
+                   title="什么样的 W_Q W_Kᵀ 让分数只依赖偏移",
+                   text="各对频率互不相同时，与所有 R_t 可交换的矩阵恰好是每个 2×2 块形如 aI + bJ 的块对角矩阵"
+                        "（维数 d）；这时 R_mᵀ A R_n 只依赖 n − m，对随机的 A 则不然")
+def test_matrices_commuting_with_every_rotation():
+    d = 8
+    theta = rope_frequencies(d, dtype=F64)
+    assert len(set(theta.tolist())) == d // 2                            # 频率互不相同
+
+    def rot(t):
+        return apply_rope(torch.eye(d, dtype=F64), positions=torch.full((d,), t)).T.contiguous()  # 第 j 列 R_t e_j
+
+    # A ↦ R_t A − A R_t 对几个 t 叠在一起的线性映射：零空间就是交换子
+    rows = [torch.kron(rot(t), torch.eye(d, dtype=F64)) - torch.kron(torch.eye(d, dtype=F64), rot(t).T.contiguous())
+            for t in (1, 2, 5)]
+    sv = torch.linalg.svdvals(torch.cat(rows))
+    null_dim = int((sv < 1e-9).sum())
+    assert null_dim == d                                                  # 每块 2 个自由度（a、b），共 d/2 块
+    a = torch.randn(d, d, generator=gen(9), dtype=F64)
+    s1 = rot(3).T @ a @ rot(8)
+    s2 = rot(13).T @ a @ rot(18)
+    assert (s1 - s2).abs().max().item() > 1e-3
+    for t in (1, 2, 5):
+        assert torch.allclose(rot(t).T @ rot(t), torch.eye(d, dtype=F64), atol=1e-12)
+
+
+@pytest.mark.claim("ch07-rope-decay", paper="RoFormer §3.4.3 (long-term decay)",
+                   title="RoPE 的远程衰减",
+                   text="d = 128、base = 10000，q = k = 全 1 时分数 qᵀR_k k = 2Σcos(kθ_i)：偏移 0–255 的平均 |分数| "
+                        "约 56，3840–4095 约 6.5；衰减不单调，中间有回升")
+def test_rope_long_term_decay():
+    d = 128
+    theta = rope_frequencies(d, dtype=F64)
+    k = torch.arange(4096, dtype=F64)
+    ones = torch.ones(d, dtype=F64)
+    direct = apply_rope(ones.expand(4096, d), positions=-torch.arange(4096)) @ ones   # ⟨R_0 q, R_k k⟩ 的一种写法
+    score = 2 * torch.cos(k[:, None] * theta[None]).sum(-1)
+    assert (direct - score).abs().max().item() < 1e-9
+    windows = score.abs().reshape(16, 256).mean(-1)
+    assert round(windows[0].item()) == 56 and round(windows[-1].item(), 1) == 6.5
+    assert windows[0] > 5 * windows[-1]
+    assert bool((windows[:8].diff() < 0).all())
+    assert bool((windows.diff() > 0).any())                               # 不单调
+    assert_states(ROPE_PAGE, "约56", "约6.5")
+
+
+@pytest.mark.claim("ch07-rope-base", paper="Llama 3 (rope_theta = 500000)",
+                   title="底数 10000 与 500000",
+                   text="d = 128 时最长波长 2π·b^(126/128)：b = 10000 约 5.44 万，b = 500000 约 256 万")
+def test_rope_base_sets_the_longest_wavelength():
+    d = 128
+    for b, expected in ((10000.0, 54410), (500000.0, 2559196)):
+        lam = 2 * math.pi / rope_frequencies(d, b, F64)
+        assert round(lam.max().item()) == expected
+        assert lam.min().item() == pytest.approx(2 * math.pi)
+    assert_states(ROPE_PAGE, "5.44万", "256万")
+
+
+# ---------- ALiBi ----------
+
+def official_get_slopes(n):
+    """ALiBi 官方代码的 get_slopes，照它的写法独立重写（测试用的参照）。"""
+    def power_of_2(n):
+        start = 2 ** (-2 ** -(math.log2(n) - 3))
+        return [start * start ** i for i in range(n)]
+    if math.log2(n).is_integer():
+        return power_of_2(n)
+    closest = 2 ** math.floor(math.log2(n))
+    return power_of_2(closest) + official_get_slopes(2 * closest)[0::2][: n - closest]
+
+
+@pytest.mark.claim("ch07-alibi-slopes", paper="ALiBi (Press et al. 2022)",
+                   title="ALiBi 的斜率",
+                   text="8 个头的斜率是 1/2, 1/4, …, 1/256；12 个头是 2^−1…2^−8 再接 2^−0.5, 2^−1.5, 2^−2.5, 2^−3.5；"
+                        "1 到 64 个头都与官方代码的 get_slopes 一致")
+def test_alibi_slopes():
+    assert alibi_slopes(8).tolist() == [1 / 2 ** h for h in range(1, 9)]
+    assert torch.allclose(alibi_slopes(12).log2(),
+                          torch.tensor([-1.0, -2, -3, -4, -5, -6, -7, -8, -0.5, -1.5, -2.5, -3.5], dtype=F64))
+    for n in range(1, 65):
+        assert torch.allclose(alibi_slopes(n), torch.tensor(official_get_slopes(n), dtype=F64), rtol=1e-14)
+    assert torch.allclose(alibi_slopes(16).log2(), -torch.arange(1, 17, dtype=F64) / 2)
+
+
+@pytest.mark.claim("ch07-alibi-bias", paper="ALiBi (Press et al. 2022)",
+                   text="alibi_bias(h, n)[h, i, j] = −m_h·(i − j)（j ≤ i），对角线为 0，上三角留给因果掩码")
+def test_alibi_bias_entries():
+    h, n = 4, 7
+    bias = alibi_bias(h, n)
+    assert bias.shape == (h, n, n)
+    m = alibi_slopes(h)
+    for head in range(h):
+        for i in range(n):
+            for j in range(n):
+                expected = -m[head].item() * (i - j) if j <= i else 0.0
+                assert bias[head, i, j].item() == pytest.approx(expected, abs=1e-15)
+    # 加同一个常数不改变 softmax：每一行 −m·i 与 j 无关，偏置的效果只取决于 j（即相对距离）
+    row = torch.randn(n, generator=gen(1), dtype=F64)
+    assert torch.allclose(torch.softmax((row + bias[0, 5])[:6], -1), torch.softmax(row[:6] + m[0] * torch.arange(6), -1))
+
+
+@pytest.mark.claim("ch07-alibi-values", paper="ALiBi (Press et al. 2022)",
+                   title="ALiBi 的 V 里有没有位置信息",
+                   text="ALiBi 只改分数、不碰 V，但权重随位置变化：q = k = 0 时第 h 个头在位置 i 对 j 的权重正比于 "
+                        "exp(−m_h(i − j))，[BOS, c, c, …] 上位置 1 … n−1 的输入相同、输出两两不同（下一层的 V 由它算出）；"
+                        "不加偏置、不加掩码的同一层输出全都相同")
+def test_alibi_puts_position_into_the_next_layers_values():
+    torch.manual_seed(0)
+    d, n, h = 16, 10, 4
+    attn = PositionalSelfAttention(d, h, position="alibi").double()
+    with torch.no_grad():                                                # q = k = 0：分数只剩 ALiBi 偏置
+        for lin in (attn.w_q, attn.w_k):
+            lin.weight.zero_()
+            lin.bias.zero_()
+    x = torch.randn(1, 1, d, dtype=F64, generator=gen(2)).expand(1, n, d).clone()
+    x[0, 0] = torch.randn(d, dtype=F64, generator=gen(3))                 # BOS 与其余的 c 不同
+    out, w = attn(x, x, x)
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    for head, m in enumerate(alibi_slopes(h)):
+        expected = torch.exp(-m * (i - j)).masked_fill(j > i, 0.0)
+        assert torch.allclose(w[0, head], expected / expected.sum(-1, keepdim=True), atol=1e-12)
+    gaps = (out[0, 1:, None] - out[0, None, 1:]).norm(dim=-1) + torch.eye(n - 1, dtype=F64)
+    assert gaps.min().item() > 1e-6                                      # 位置 1 … n−1 输入相同，输出两两不同
+    plain = MultiHeadAttention(d, h).double()
+    plain.load_state_dict(attn.state_dict())
+    out2, _ = plain(x, x, x)                                             # 无偏置、无掩码
+    assert (out2[0, 1:] - out2[0, 1]).abs().max().item() < 1e-12
+
+
+def test_positional_self_attention_matches_the_readers_attention():
+    """position="none" 的 PositionalSelfAttention 等于读者的 MultiHeadAttention 加因果掩码。"""
+    torch.manual_seed(0)
+    d, n = 16, 9
+    attn = PositionalSelfAttention(d, 4).double()
+    ref = MultiHeadAttention(d, 4).double()
+    ref.load_state_dict(attn.state_dict())
+    x = torch.randn(2, n, d, generator=gen(4), dtype=F64)
+    out, w = attn(x, x, x)
+    out_ref, w_ref = ref(x, x, x, mask=torch.ones(n, n, dtype=torch.bool).tril())
+    assert (out - out_ref).abs().max().item() < 1e-12 and (w - w_ref).abs().max().item() < 1e-12
+    rope = PositionalSelfAttention(d, 4, position="rope").double()
+    rope.load_state_dict(attn.state_dict())
+    out_r, _ = rope(x, x, x)
+    assert (out_r[:, 0] - out[:, 0]).abs().max().item() < 1e-12          # 第 0 个位置只看自己，转 0 角
+    with pytest.raises(ValueError, match="position"):
+        PositionalSelfAttention(d, 4, position="learned")
+
+
+# ---------- context extension ----------
+
+@pytest.mark.claim("ch07-context-extension", paper="PI (Chen et al. 2023); NTK-aware; YaRN (Peng et al. 2023)",
+                   title="PI、NTK-aware 与 YaRN 对频率做了什么",
+                   text="s = 4、d = 128、L = 4096：PI 把每个 θ_i 除以 4；NTK-aware 把底数换成 10000·4^(128/126) ≈ 40890，"
+                        "最高频不变、最低频恰好除以 4；YaRN 让转过 32 圈以上的维度不变、不到 1 圈的除以 4，"
+                        "系数 0.1·ln 4 + 1 ≈ 1.1386 乘在 cos、sin 上，分数因此乘 ≈ 1.2965")
+def test_context_extension_frequencies():
+    d, s, L = 128, 4.0, 4096
+    theta = rope_frequencies(d, dtype=F64)
+    pi = scaled_rope_frequencies(d, 10000.0, "pi", s)
+    assert torch.allclose(pi, theta / s, rtol=1e-15)
+    ntk = scaled_rope_frequencies(d, 10000.0, "ntk", s)
+    assert round(10000 * s ** (d / (d - 2))) == 40890
+    assert ntk[0].item() == pytest.approx(theta[0].item()) and ntk[-1].item() == pytest.approx(theta[-1].item() / s)
+    assert bool(((ntk / theta)[1:-1] > 1 / s).all()) and bool(((ntk / theta)[1:] < 1).all())
+    yarn = scaled_rope_frequencies(d, 10000.0, "yarn", s, original_len=L)
+    rotations = L * theta / (2 * math.pi)
+    assert torch.equal(yarn[rotations > 32], theta[rotations > 32])
+    assert torch.allclose(yarn[rotations < 1], theta[rotations < 1] / s, rtol=1e-15)
+    ramp = (rotations >= 1) & (rotations <= 32)
+    assert bool(((yarn[ramp] / theta[ramp] >= 1 / s - 1e-15) & (yarn[ramp] / theta[ramp] <= 1 + 1e-15)).all())
+    assert round(yarn_mscale(s), 4) == 1.1386 and round(yarn_mscale(s) ** 2, 4) == 1.2965 and yarn_mscale(1.0) == 1.0
+    # 乘在 cos、sin 上 = 乘在旋转后的 q、k 上：分数乘 mscale²
+    q, k = torch.randn(5, d, generator=gen(1), dtype=F64), torch.randn(5, d, generator=gen(2), dtype=F64)
+    base_scores = apply_rope(q, theta=yarn) @ apply_rope(k, theta=yarn).T
+    scaled = (yarn_mscale(s) * apply_rope(q, theta=yarn)) @ (yarn_mscale(s) * apply_rope(k, theta=yarn)).T
+    assert torch.allclose(scaled, base_scores * yarn_mscale(s) ** 2, rtol=1e-12)
+    assert_states(ROPE_PAGE, "约40890", "约1.1386", "约1.2965")
