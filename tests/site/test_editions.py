@@ -441,3 +441,21 @@ def test_pdf_pages_are_filled_and_bibtex_entries_whole(book):
     assert sum(entries) >= 6
     assert [n for n, p in enumerate(pages, start=1) if p.count("@misc{") != p.count("note = {commit")] == []
     assert "行内公式示例" not in "".join(pages)
+
+
+@pytest.mark.slow  # the whole offline edition, built once more (about 20 s)
+def test_full_offline_edition_links_and_cites_the_published_site(monkeypatch, tmp_path):
+    """`make offline` on the real pages: no link, canonical address, sitemap entry or BibTeX url
+    names a local server (the guide may still tell a contributor where `make serve` listens)."""
+    from sitebuild.editions.offline import build_offline
+
+    monkeypatch.delenv("SITE_URL", raising=False)
+    site = tmp_path / "site-offline"
+    proc = build_offline(site)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    attr = re.compile(r'(?:href|src|content)="[^"]*(?:127\.0\.0\.1|localhost)|url = \{[^}]*(?:127\.0\.0\.1|localhost)')
+    hits = [p.relative_to(site).as_posix() for p in site.rglob("*") if p.suffix in (".html", ".xml")
+            and attr.search(p.read_text(encoding="utf-8", errors="replace"))]
+    assert hits == []
+    chapter = (site / "chapters/01-why-attention/index.html").read_text(encoding="utf-8")
+    assert "url = {https://transformer-paper-reading.github.io/transformer-paper-reading/chapters/01-why-attention/" in chapter
