@@ -24,7 +24,7 @@ On the print page:
   one (Chinese heading slugs, percent-encoded) is cut to its page and a hash (:func:`dest`);
 * KaTeX's zero-width spaces (``vlist-s``, a Safari workaround) are dropped, so text copied
   around a formula has no invisible characters in it;
-* a BibTeX block, a heading and the block after it are not split across pages;
+* a BibTeX block (with its heading 「引用本章」), a heading and the block after it are not split across pages;
 * figures, drawn at phone width (~300 pt), print larger (:func:`figure_size`), within the page.
 """
 
@@ -62,6 +62,7 @@ ENTRY = re.compile(r'<h[1-6] id="(verification-ch\d\d--ch\d\d-[\w-]+)">')
 BOOK_TITLE = "Transformer 论文精读 · 可验证版"
 # PDF 1.7, Annex C: a name object is at most 127 bytes; Chromium writes an id percent-encoded
 NAME_LIMIT = 127
+CITE = re.compile(r'<h2 id="[\w-]*--cite">.*?</pre>', re.S)
 FIGURE = re.compile(r'<img ([^>]*)src="(file://[^"]*/generated/[^"#]+\.svg)(#[^"]*)?"([^>]*)>')
 SVG_SIZE = re.compile(r'<svg\b[^>]*?\bwidth="([\d.]+)pt"[^>]*?\bheight="([\d.]+)pt"')
 # the print area in pt (A4 less the margins below); a figure prints at most this wide and tall
@@ -82,7 +83,7 @@ body { font-size: 10.5pt; }
 .book-cover { text-align: center; padding-top: 35vh; }
 .book-toc li { margin: 0.15em 0; }
 .md-typeset details { break-inside: auto; }
-.md-typeset pre.bibtex { break-inside: avoid; }
+.md-typeset pre.bibtex, .md-typeset .book-cite { break-inside: avoid; }
 .md-typeset h1, .md-typeset h2, .md-typeset h3, .md-typeset h4 { break-after: avoid; }
 .md-typeset figure { break-inside: avoid; }
 .md-typeset img.book-figure { max-width: 100% !important; }
@@ -268,6 +269,8 @@ def compose(site_dir: Path, font: Path | None = None, site_url: str | None = Non
             body = body.replace(built_url, site_url)
         body = _rewrite(body, url, site_dir, ids, site_url)
         body = FIGURE.sub(_figure, body)
+        # 「引用本章」: its heading, the sentence and the BibTeX entry on one sheet
+        body = CITE.sub(lambda c: f'<div class="book-cite">{c.group(0)}</div>', body)
         body = body.replace("\u200b", "")  # KaTeX's vlist-s: a zero-width space a reader would copy
         body = body.replace(' loading="lazy"', "")  # a lazy image below the fold would print blank
         # answers print open; a claim's test source stays folded (its name and file are printed,

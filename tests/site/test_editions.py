@@ -440,6 +440,7 @@ def test_pdf_pages_are_filled_and_bibtex_entries_whole(book):
     entries = [p.count("@misc{") for p in pages]
     assert sum(entries) >= 6
     assert [n for n, p in enumerate(pages, start=1) if p.count("@misc{") != p.count("note = {commit")] == []
+    assert [n for n, p in enumerate(pages, start=1) if p.count("@misc{") != p.count("引用本章")] == []  # with its heading
     assert "行内公式示例" not in "".join(pages)
 
 
