@@ -120,7 +120,8 @@ def test_deck_fails_on_a_formula_katex_rejects(monkeypatch):
         deck.rows(base="https://example.org/")
 
 
-ANKI_PYTHON = os.environ.get("ANKI_PYTHON", "/tmp/ankivenv/bin/python")
+ANKI_VERSION = "26.9.3"  # the anki package (Anki's own Python library; the desktop app 26.09.3)
+ANKI_VENV = ROOT / ".cache" / "anki-venv"  # ignored by git, kept between runs
 ANKI_IMPORT = """
 import json, sys, tempfile, os
 from anki.collection import Collection, ImportAnkiPackageRequest
@@ -143,6 +144,26 @@ print(json.dumps(out))
 """
 
 
+def _anki_python() -> str:
+    """A Python with the anki package: $ANKI_PYTHON, else .cache/anki-venv (made and filled with
+    pip on first use); the test is skipped only when pip cannot install anki here (no network)."""
+    import subprocess
+    import sys
+
+    if os.environ.get("ANKI_PYTHON"):
+        return os.environ["ANKI_PYTHON"]
+    python = ANKI_VENV / "bin" / "python"
+    probe = [str(python), "-c", f"from anki.buildinfo import version; assert version == {ANKI_VERSION.replace('.9.', '.09.')!r}"]
+    if python.exists() and subprocess.run(probe, capture_output=True).returncode == 0:
+        return str(python)
+    subprocess.run([sys.executable, "-m", "venv", "--clear", str(ANKI_VENV)], check=True, capture_output=True, timeout=300)
+    pip = subprocess.run([str(python), "-m", "pip", "install", "-q", f"anki=={ANKI_VERSION}"], capture_output=True,
+                         text=True, timeout=900)
+    if pip.returncode != 0:
+        pytest.skip(f"pip could not install anki=={ANKI_VERSION} here: {pip.stderr.strip()[-300:]}")
+    return str(python)
+
+
 @pytest.mark.slow  # the real Anki library (pip install anki, ~100 MB) in its own virtual environment
 def test_deck_imports_into_anki_and_a_newer_deck_updates_the_notes(tmp_path):
     """Imported with Anki's own importer (what 文件 → 导入 runs): every note arrives with its fields;
@@ -150,13 +171,12 @@ def test_deck_imports_into_anki_and_a_newer_deck_updates_the_notes(tmp_path):
     import json
     import subprocess
 
-    if not Path(ANKI_PYTHON).exists():
-        pytest.skip(f"no Python with the anki package at {ANKI_PYTHON} (python -m venv; pip install anki; set ANKI_PYTHON)")
+    anki_python = _anki_python()
     old, new = tmp_path / "old.apkg", tmp_path / "new.apkg"
     data = deck.rows(base="https://example.org/book/", check_math=False)
     deck.write_apkg(old, data=data, timestamp=1_767_225_600)
     deck.write_apkg(new, data=[dict(r, core=r["core"] + "（新版）") for r in data], timestamp=1_767_225_600 + 3600)
-    proc = subprocess.run([ANKI_PYTHON, "-c", ANKI_IMPORT, str(old), str(new)], capture_output=True, text=True,
+    proc = subprocess.run([anki_python, "-c", ANKI_IMPORT, str(old), str(new)], capture_output=True, text=True,
                           timeout=300, cwd=tmp_path, env={"PATH": os.environ.get("PATH", ""), "HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
