@@ -26,7 +26,7 @@ VENV_STAMP := $(VENV)/.stamp-installed
 NODE_STAMP := node_modules/.stamp-installed
 KATEX_STAMP := $(KATEX_DIR)/.stamp-copied
 
-.PHONY: setup figures build serve test test-fast test-browser chapter probes experiments copy-task offline audit screenshots pdf deck clean
+.PHONY: setup figures build serve test test-fast test-browser chapter probes experiments copy-task offline audit screenshots pdf deck release-notes clean
 
 setup: $(VENV_STAMP) $(NODE_STAMP) $(KATEX_STAMP)
 
@@ -117,9 +117,14 @@ screenshots: setup figures
 pdf: setup figures
 	$(PY) -m sitebuild.editions.pdf
 
-# The interview deck: dist/deck.tsv, one row per question, importable into Anki.
+# The interview deck: dist/deck.apkg (Anki: 文件 → 导入; a newer deck updates the notes) and dist/deck.tsv.
 deck: setup
 	$(PY) -m sitebuild.editions.deck
+
+# Release notes from the errata (docs/errata.yml, the changelog readers see): dist/release-notes.md, the
+# entries since the latest v* tag (SINCE=YYYY-MM-DD to choose), linked to the published site.
+release-notes: $(VENV_STAMP)
+	$(PY) -m tools.release_notes $(if $(SINCE),--since $(SINCE)) $(if $(VERSION),--version $(VERSION))
 
 # Phone performance of every chapter page, the question bank and the home page, from a fresh
 # build served with gzip: a tracing-free field harness (4x CPU, slow 4G, 412 px) beside

@@ -2,6 +2,8 @@
 
 ``mkdocs build -f mkdocs-offline.yml`` into ``site-offline/`` (open ``index.html`` from disk,
 search included), then ``dist/site-offline.zip`` with ``site-offline/`` as its top folder.
+Its canonical links, sitemap and BibTeX entries carry the published address
+(:func:`sitebuild.editions.edition_url`), never the machine it was built on.
 """
 
 from __future__ import annotations
@@ -12,13 +14,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+from sitebuild.editions import edition_url
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def build_offline(site_dir: Path, zip_path: Path | None = None, strict: bool = True,
                   config_dir: Path = ROOT) -> subprocess.CompletedProcess:
     """Build ``config_dir/mkdocs-offline.yml`` into ``site_dir``; zip it when ``zip_path`` is given."""
-    env = dict(os.environ, NO_MKDOCS_2_WARNING="1")
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", SITE_URL=edition_url())
     cmd = [sys.executable, "-m", "mkdocs", "build", "-f", "mkdocs-offline.yml", "--site-dir", str(site_dir)]
     proc = subprocess.run(cmd + (["--strict"] if strict else []), cwd=config_dir, env=env,
                           capture_output=True, text=True, timeout=900)

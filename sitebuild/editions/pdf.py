@@ -17,12 +17,21 @@ On the print page:
   rules of docs/assets/extra.css apply (code wraps, no navigation);
 * each claim badge gets a footnote-like reference ``[V12]`` to its entry in the verification
   appendix, where the same label heads the entry. Notebook pages are left out: their code and
-  outputs are the downloadable .ipynb files.
+  outputs are the downloadable .ipynb files;
+* links to the site and the BibTeX ``url`` carry the published address
+  (:func:`sitebuild.editions.edition_url`), whatever address the build was made for;
+* a named destination (an id a link points to) stays within PDF's 127-byte name limit: a long
+  one (Chinese heading slugs, percent-encoded) is cut to its page and a hash (:func:`dest`);
+* KaTeX's zero-width spaces (``vlist-s``, a Safari workaround) are dropped, so text copied
+  around a formula has no invisible characters in it;
+* a BibTeX block (with its heading 「引用本章」), a heading and the block after it are not split across pages;
+* figures, drawn at phone width (~300 pt), print larger (:func:`figure_size`), within the page.
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import html
 import os
 import re
@@ -32,9 +41,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import quote, unquote, urljoin, urlsplit
 
 from sitebuild.config import ROOT, nav_pages
+from sitebuild.editions import edition_url
 
 OUT = ROOT / "dist" / "transformer-paper-reading.pdf"
 LOCAL_FONTS = ROOT / ".cache" / "fonts"  # ignored by git
@@ -50,6 +60,17 @@ TOKEN = re.compile(r"</?span[^>]*>")
 CLAIM = re.compile(r'(<a class="claim" href="#(verification-ch\d\d--[\w-]+)"[^>]*>.*?</a>)', re.S)
 ENTRY = re.compile(r'<h[1-6] id="(verification-ch\d\d--ch\d\d-[\w-]+)">')
 BOOK_TITLE = "Transformer 论文精读 · 可验证版"
+# PDF 1.7, Annex C: a name object is at most 127 bytes; Chromium writes an id percent-encoded
+NAME_LIMIT = 127
+CITE = re.compile(r'<h2 id="[\w-]*--cite">.*?</pre>', re.S)
+FIGURE = re.compile(r'<img ([^>]*)src="(file://[^"]*/generated/[^"#]+\.svg)(#[^"]*)?"([^>]*)>')
+SVG_SIZE = re.compile(r'<svg\b[^>]*?\bwidth="([\d.]+)pt"[^>]*?\bheight="([\d.]+)pt"')
+# the print area in pt (A4 less the margins below); a figure prints at most this wide and tall
+TEXT_WIDTH_PT = (210 - 26) / 25.4 * 72
+FIGURE_MAX_HEIGHT_PT = 170 / 25.4 * 72
+FIGURE_SCALE = 1.5
+# a page filled less than this (content height / print height) must end a page of the site
+MIN_FILL = 0.25
 
 FOOTER = ('<div style="font-size:8px;width:100%;text-align:center;color:#555;">'
           '<span class="pageNumber"></span> / <span class="totalPages"></span></div>')
@@ -58,15 +79,20 @@ PRINT_CSS = """
 html, body { background: #fff !important; }
 body { font-size: 10.5pt; }
 .md-typeset { font-size: 10.5pt; }
-.book-page { break-before: page; }
+.book-break { break-before: page; }
 .book-cover { text-align: center; padding-top: 35vh; }
 .book-toc li { margin: 0.15em 0; }
 .md-typeset details { break-inside: auto; }
+.md-typeset pre.bibtex, .md-typeset .book-cite { break-inside: avoid; }
+.md-typeset h1, .md-typeset h2, .md-typeset h3, .md-typeset h4 { break-after: avoid; }
+.md-typeset figure { break-inside: avoid; }
+.md-typeset img.book-figure { max-width: 100% !important; }
 .md-typeset details > summary::after { display: none; }
 .md-typeset .claim-ref { font-size: 0.7em; vertical-align: super; margin-left: 0.1em; }
 .md-typeset .claim-ref-target { font-weight: 700; margin-right: 0.4em; }
 .md-typeset pre > code, .md-typeset pre.bibtex { white-space: pre-wrap !important; overflow-wrap: anywhere; }
 .md-typeset .md-typeset__scrollwrap, .md-typeset .md-typeset__table { overflow: visible !important; }
+.md-typeset .katex .vlist-s { width: 0 !important; min-width: 0 !important; }  /* a 2px gap after every sub/superscript: copied text would have a space there */
 .md-typeset .katex-display { overflow: visible !important; background: none !important; }  /* no scroll shadow on paper */
 .md-typeset .tabbed-set > input:not(:checked) + label { display: none; }
 .md-typeset table:not([class]) { display: table !important; width: 100% !important; max-width: 100%; font-size: 0.75em; }
@@ -135,8 +161,60 @@ def book_pages() -> list[tuple[str, str, str]]:
     return [(t, s, u) for t, s, u in nav_pages() if s.endswith(".md") and s not in ("index.md", "guide.md")]
 
 
+def part(src: str) -> str:
+    """The part of the book a page belongs to: its chapter, or its section of the nav
+    (question bank, verification appendix, cheat sheet, errata, glossary). A part starts on a new
+    sheet; the pages of a part follow one another."""
+    bits = src.split("/")
+    return "/".join(bits[:2]) if bits[0] == "chapters" else bits[0].removesuffix(".md")
+
+
+def part_starts() -> list[str]:
+    """The page ids (see :func:`page_id`) of the pages that start a part, in book order."""
+    out, last = [], None
+    for _title, src, url in book_pages():
+        if part(src) != last:
+            out.append(page_id(url))
+        last = part(src)
+    return out
+
+
 def page_id(url: str) -> str:
     return re.sub(r"[^\w-]+", "-", url.strip("/")) or "home"
+
+
+def name_bytes(name: str) -> int:
+    """The length of a destination name as Chromium writes it (UTF-8, percent-encoded)."""
+    return len(quote(name, safe="-_.~"))
+
+
+def dest(pid: str, frag: str) -> str:
+    """The print page's id for ``frag`` on page ``pid``; a hash where the name would pass PDF's limit."""
+    name = f"{pid}--{frag}"
+    if name_bytes(name) <= NAME_LIMIT:
+        return name
+    return f"{pid}--h{hashlib.sha1(frag.encode('utf-8')).hexdigest()[:12]}"
+
+
+def figure_size(svg: Path) -> tuple[float, float] | None:
+    """The printed (width, height) in pt of a generated SVG: its own size times FIGURE_SCALE, within the page."""
+    m = SVG_SIZE.search(svg.read_text(encoding="utf-8")[:2000])
+    if m is None:
+        return None
+    w, h = float(m.group(1)), float(m.group(2))
+    scale = min(FIGURE_SCALE, TEXT_WIDTH_PT / w, FIGURE_MAX_HEIGHT_PT / h)
+    return round(w * scale, 1), round(h * scale, 1)
+
+
+def _figure(m: re.Match) -> str:
+    if m.group(3) == "#only-dark":  # the dark palette's twin: paper is light
+        return ""
+    size = figure_size(Path(unquote(urlsplit(m.group(2)).path)))
+    if size is None:
+        return m.group(0)
+    rest = re.sub(r'\s(?:width|height)="[^"]*"', "", m.group(1) + m.group(4))
+    return (f'<img {rest.strip()} class="book-figure" style="width:{size[0]}pt;height:{size[1]}pt" '
+            f'src="{m.group(2)}{m.group(3) or ""}">').replace("  ", " ")
 
 
 def _rewrite(fragment: str, url: str, site_dir: Path, ids: dict[str, str], site_url: str) -> str:
@@ -148,7 +226,7 @@ def _rewrite(fragment: str, url: str, site_dir: Path, ids: dict[str, str], site_
     def one(m: re.Match) -> str:
         attr, value = m.group(1), html.unescape(m.group(2))
         if attr in ("id", "for"):
-            return f'{attr}="{pid}--{html.escape(value)}"'
+            return f'{attr}="{html.escape(dest(pid, value))}"'
         if value.startswith(("mailto:", "data:", "javascript:")) or ("://" in value and not value.startswith("http://book/")):
             return m.group(0)
         parts = urlsplit(urljoin(base, value))
@@ -157,7 +235,7 @@ def _rewrite(fragment: str, url: str, site_dir: Path, ids: dict[str, str], site_
         if attr == "href":
             target = ids.get(path)
             if target is not None:
-                return f'href="#{target}--{html.escape(frag)}"' if frag else f'href="#{target}"'
+                return f'href="#{html.escape(dest(target, frag))}"' if frag else f'href="#{target}"'
             return f'href="{html.escape(site_url + parts.path.lstrip("/") + (f"#{parts.fragment}" if frag else ""))}"'
         local = site_dir / path
         if local.is_dir():
@@ -168,29 +246,40 @@ def _rewrite(fragment: str, url: str, site_dir: Path, ids: dict[str, str], site_
     return ATTR.sub(one, fragment)
 
 
-def compose(site_dir: Path, font: Path | None = None) -> str:
-    """The print page's HTML: every book page's article, rewritten to live in one document."""
+def compose(site_dir: Path, font: Path | None = None, site_url: str | None = None) -> str:
+    """The print page's HTML: every book page's article, rewritten to live in one document.
+    Links to the site go to ``site_url`` (default :func:`edition_url`), whatever the build's own address."""
     pages = book_pages()
     ids = {url: page_id(url) for _, _, url in pages}
     ids.update({url + "index.html": page_id(url) for _, _, url in pages})
     root_html = (site_dir / "index.html").read_text(encoding="utf-8")
     canonical = re.search(r'<link rel="canonical" href="([^"]+)"', root_html)
-    site_url = canonical.group(1) if canonical else "./"
+    built_url = canonical.group(1) if canonical else None
+    site_url = edition_url(site_url)
     sheets = [(site_dir / href).resolve().as_uri() for href in STYLESHEET.findall(root_html)]
     articles, toc = [], []
+    starts = set(part_starts())
     for title, src, url in pages:
         built = (site_dir / url / "index.html").read_text(encoding="utf-8")
         m = ARTICLE.search(built)
         if m is None:
             raise ValueError(f"{url}: no <article> in the built page")
-        body = _rewrite(m.group(1), url, site_dir, ids, site_url)
+        body = m.group(1)
+        if built_url and built_url != site_url:  # the BibTeX url, and any link the build wrote absolute
+            body = body.replace(built_url, site_url)
+        body = _rewrite(body, url, site_dir, ids, site_url)
+        body = FIGURE.sub(_figure, body)
+        # 「引用本章」: its heading, the sentence and the BibTeX entry on one sheet
+        body = CITE.sub(lambda c: f'<div class="book-cite">{c.group(0)}</div>', body)
+        body = body.replace("\u200b", "")  # KaTeX's vlist-s: a zero-width space a reader would copy
         body = body.replace(' loading="lazy"', "")  # a lazy image below the fold would print blank
         # answers print open; a claim's test source stays folded (its name and file are printed,
         # the source is on the site and in the repository)
         body = re.sub(r"<details(?![^>]*\b(?:open|claim-source)\b)", "<details open", body)
         body = MATHML.sub("", body)  # the screen-reader copy of each formula: not printed
         body = CODE.sub(lambda c: c.group(1) + TOKEN.sub("", c.group(2)) + c.group(3), body)
-        articles.append(f'<section class="book-page" id="{page_id(url)}">{body}</section>')
+        cls = "book-page book-break" if page_id(url) in starts else "book-page"
+        articles.append(f'<section class="{cls}" id="{page_id(url)}">{body}</section>')
         toc.append(f'<li><a href="#{page_id(url)}">{html.escape(title)}</a></li>')
     text = "\n".join(articles)
     # claim badges -> [Vn], numbered in the order of the appendix (the verification pages, a chapter each)
@@ -218,14 +307,14 @@ def compose(site_dir: Path, font: Path | None = None) -> str:
                  '.md-typeset strong, .md-typeset b { color: #1a237e; }\n')
     cover = (f'<section class="book-cover"><h1>{BOOK_TITLE}</h1><p>PDF 版：正文各章、速查表、面试题库，'
              '附录为验证清单。文中的 [V12] 指向附录里证明该论断的测试。</p></section>'
-             f'<section class="book-page book-toc"><h2>目录</h2><ol>{"".join(toc)}</ol></section>')
+             f'<section class="book-page book-break book-toc"><h2>目录</h2><ol>{"".join(toc)}</ol></section>')
     return (f'<!doctype html><html lang="zh"><head><meta charset="utf-8"><title>{BOOK_TITLE}</title>{links}'
             f'<style>{fonts}{PRINT_CSS}</style></head><body data-md-color-scheme="default" '
             f'data-md-color-primary="indigo" data-md-color-accent="deep-orange"><div class="md-typeset">'
             f"{cover}{text}</div></body></html>")
 
 
-def build_pdf(site_dir: Path, out: Path = OUT, browser=None) -> dict:
+def build_pdf(site_dir: Path, out: Path = OUT, browser=None, site_url: str | None = None) -> dict:
     """Print the built site at ``site_dir`` into ``out``; returns pages, bytes and seconds."""
     from playwright.sync_api import sync_playwright
 
@@ -235,7 +324,7 @@ def build_pdf(site_dir: Path, out: Path = OUT, browser=None) -> dict:
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="book-") as tmp:
         page_file, font = Path(tmp) / "print.html", Path(tmp) / "book-cjk.ttf"
-        source = compose(site_dir, font)
+        source = compose(site_dir, font, site_url)
         subset_font(cjk_font(Path(tmp)), source, font)
         page_file.write_text(source, encoding="utf-8")
 
@@ -270,6 +359,37 @@ def page_count(pdf: Path) -> int:
     return len(re.findall(rb"/Type\s*/Page(?![s\w])", pdf.read_bytes()))
 
 
+def destinations(pdf: Path) -> list[tuple[int, str]]:
+    """(page, name) of every named destination, from poppler's ``pdfinfo -dests``."""
+    out = subprocess.run(["pdfinfo", "-dests", str(pdf)], capture_output=True, text=True, check=True).stdout
+    return [(int(m.group(1)), m.group(2)) for m in re.finditer(r'^\s*(\d+)\s+\[.*?\]\s+"(.*)"$', out, re.M)]
+
+
+def page_fills(pdf: Path) -> list[float]:
+    """For each page, how far down its print area the content reaches (0: blank, 1: full), from a
+    small greyscale rendering (poppler's pdftoppm); the footer (page number) is not counted."""
+    fills = []
+    with tempfile.TemporaryDirectory(prefix="fill-") as tmp:
+        subprocess.run(["pdftoppm", "-r", "12", "-gray", str(pdf), f"{tmp}/p"], check=True, capture_output=True)
+        for f in sorted(Path(tmp).glob("p-*.pgm"), key=lambda f: int(f.stem.split("-")[1])):
+            _magic, size, _max, pixels = f.read_bytes().split(b"\n", 3)
+            w, h = map(int, size.split())
+            top, foot = round(h * 14 / 297), round(h * (1 - 16 / 297))
+            inked = [y for y in range(top, foot) if min(pixels[y * w:(y + 1) * w]) < 200]
+            fills.append((max(inked) + 1 - top) / (foot - top) if inked else 0.0)
+    return fills
+
+
+def short_pages(pdf: Path, min_fill: float = MIN_FILL) -> list[tuple[int, float]]:
+    """(page, fill) of every page filled less than ``min_fill`` that does not end a chapter or a
+    part of the book (the next page starts one, :func:`part_starts`) and is not the cover or the last page."""
+    fills = page_fills(pdf)
+    names = set(part_starts())
+    starts = {page for page, name in destinations(pdf) if name in names}
+    return [(n, round(f, 2)) for n, f in enumerate(fills, start=1)
+            if f < min_fill and n + 1 not in starts and 1 < n < len(fills)]
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sitebuild.editions.pdf", description=__doc__.splitlines()[0])
     ap.add_argument("--site", type=Path, help="an existing build of the site (default: build one now)")
@@ -281,7 +401,7 @@ def main(argv=None) -> int:
         tmp = Path(tempfile.mkdtemp(prefix="pdf-site-"))
         site_dir = tmp / "site"
         proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-d", str(site_dir)],
-                              cwd=ROOT, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"})
+                              cwd=ROOT, env={**os.environ, "NO_MKDOCS_2_WARNING": "1", "SITE_URL": edition_url()})
         if proc.returncode:
             return proc.returncode
     try:
