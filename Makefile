@@ -1,4 +1,5 @@
-# Two commands on a fresh machine: `make serve` (site on 127.0.0.1:8000) and `make test`.
+# Two commands on a fresh machine: `make serve` (site on http://127.0.0.1:8000/transformer-paper-reading/)
+# and `make test`.
 # Every target can be run again; stamps make a second run reinstall nothing.
 
 SHELL := /bin/bash

@@ -25,9 +25,12 @@ OUT = ROOT / "dist" / "release-notes.md"
 
 
 def last_tag_date(cwd: Path = ROOT) -> tuple[str, str] | None:
-    """(tag, ISO date) of the latest ``v*`` tag reachable from HEAD, or None."""
-    tag = subprocess.run(["git", "describe", "--tags", "--abbrev=0", "--match", "v*"], cwd=cwd,
-                         capture_output=True, text=True)
+    """(tag, ISO date) of the latest ``v*`` tag before this release, or None: reachable from HEAD,
+    or from its parent when HEAD is itself the tagged release (the release workflow runs there)."""
+    tagged = subprocess.run(["git", "tag", "--points-at", "HEAD", "--list", "v*"], cwd=cwd,
+                            capture_output=True, text=True).stdout.strip()
+    tag = subprocess.run(["git", "describe", "--tags", "--abbrev=0", "--match", "v*", "HEAD^" if tagged else "HEAD"],
+                         cwd=cwd, capture_output=True, text=True)
     if tag.returncode != 0:
         return None
     name = tag.stdout.strip()

@@ -52,4 +52,8 @@ def test_release_notes_default_window_is_the_latest_version_tag(tmp_path):
     assert release_notes.last_tag_date(tmp_path) is None
     git("commit", "-q", "--allow-empty", "-m", "x")
     git("tag", "v0.1.0")
+    assert release_notes.last_tag_date(tmp_path) is None  # the release itself: nothing before it
+    git("commit", "-q", "--allow-empty", "-m", "y")
+    assert release_notes.last_tag_date(tmp_path) == ("v0.1.0", "2026-12-01")
+    git("tag", "v0.2.0")  # the release workflow runs on the tagged commit: the window starts at v0.1.0
     assert release_notes.last_tag_date(tmp_path) == ("v0.1.0", "2026-12-01")

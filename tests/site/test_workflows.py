@@ -66,14 +66,16 @@ def test_actions_pinned_to_full_commit_shas_and_permissions_declared():
 
 
 def test_release_attaches_the_editions_of_the_tagged_commit():
-    """release.yml: on a v* tag, test the commit (.ci/run), build the editions, attach all four."""
+    """release.yml: on a v* tag, test the commit (.ci/run), build the editions, attach them, with the
+    release notes from the errata as the description."""
     text = (ROOT / ".github/workflows/release.yml").read_text(encoding="utf-8")
     assert re.search(r"^on:\n  push:\n    tags: \[\"v\*\"\]$", text, re.M)
     assert "run: bash .ci/run" in text
     for target in ("make offline", "make pdf", "make deck"):
         assert target in text
     upload = text[text.index("gh release create"):]
-    for asset in ("dist/site-offline.zip", "dist/transformer-paper-reading.pdf", "dist/deck.tsv",
+    for asset in ("dist/site-offline.zip", "dist/transformer-paper-reading.pdf", "dist/deck.apkg", "dist/deck.tsv",
                   "dist/verification-table.md"):
         assert asset in upload, asset
+    assert "make release-notes" in text and "--notes-file dist/release-notes.md" in upload
     assert "contents: write" in text.split("jobs:", 1)[1]  # only the job may write
