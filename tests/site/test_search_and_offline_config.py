@@ -147,6 +147,8 @@ def test_query_segmentation_tries_a_token_that_ends_the_query(built_site, tmp_pa
     assert _segment(worker, "字节对编码", {"字节", "字节对编码", "编码"}) == 5
     # and a segmented run is put back apart from the Latin letters around it: 「BPE算法」 is BPE + 算法
     assert re.search(r'=>" "\+\[\.\.\.\w+\(\w,this\.index\.invertedIndex\)\]\.join\("\* "\)\+" "', worker)
+    # lunr's token-set node names are unambiguous: label, child id, comma
+    assert re.search(r'TokenSet\.prototype\.toString=function\(\)\{.{0,200}?\.id\+","\}return', worker)
     # the hook fails loudly where Material's loop is not what it fixes
     workers = tmp_path / "assets/javascripts/workers"
     workers.mkdir(parents=True)
