@@ -372,6 +372,7 @@ def test_deck_links_carry_the_published_address(monkeypatch, tmp_path):
     assert text.count('href="https://transformer-paper-reading.github.io/transformer-paper-reading/') > 200
 
 
+@pytest.mark.slow  # a whole (tiny) offline build
 def test_offline_edition_carries_the_published_address(monkeypatch, tmp_path):
     """`make offline` from a shell with no SITE_URL: canonical links, the sitemap and the BibTeX url
     name the published site; a local SITE_URL is refused instead of being written into the edition."""
