@@ -75,7 +75,9 @@ TYPE_JS = """async (q) => {
   box.dispatchEvent(new KeyboardEvent('keyup', {bubbles: true}));
   for (let i = 0; i < 400 && (meta() === idle); i++) await new Promise(r => setTimeout(r, 25));
   if (meta() === idle) throw new Error('no results shown for ' + q);
-  return [...document.querySelectorAll('.md-search-result__item a')].map(a => a.href);
+  const first = document.querySelector('.md-search-result__item');
+  return {links: [...document.querySelectorAll('.md-search-result__item a')].map(a => a.href),
+          marks: first ? [...first.querySelectorAll('mark')].map(m => m.textContent) : []};
 }"""
 
 CLEAR_JS = """async () => {
@@ -104,6 +106,20 @@ PAGEFIND_JS = """async (queries) => {
 }"""
 
 
+# The words the box highlights in the first result, per query (lunr only), for
+# :func:`single_character_only`.
+MARKS: dict[str, list[str]] = {}
+
+
+def single_character_only(query: str, marks: list[str]) -> bool:
+    """No highlight of the first result holds two consecutive characters of the query: it was
+    found by single characters (字节对编码 → 对照, 对数, 对) alone. The box highlights whole index
+    words that start with a query piece, so the highlight itself may be longer than the piece."""
+    q = "".join(query.lower().split())
+    pairs = {q[i:i + 2] for i in range(len(q) - 1)}
+    return bool(marks) and bool(pairs) and not any(p in m.lower() for m in marks for p in pairs)
+
+
 def lunr_results(site: Path, queries: list[str]) -> dict[str, list[str]]:
     from sitebuild.browser import chromium
     from sitebuild.serve import serve
@@ -118,7 +134,9 @@ def lunr_results(site: Path, queries: list[str]) -> dict[str, list[str]]:
         for q in queries:
             idle = page.evaluate(CLEAR_JS)
             assert idle, "the search box did not clear"
-            out[q] = [location(h, base) for h in page.evaluate(TYPE_JS, q)]
+            shown = page.evaluate(TYPE_JS, q)
+            out[q] = [location(h, base) for h in shown["links"]]
+            MARKS[q] = shown["marks"]
         return out
 
 
@@ -159,11 +177,16 @@ def main(argv: list[str] | None = None) -> int:
     rows = [{"q": q["q"], "split": split_of(q["q"]), "want": q["want"], "rank": rank(found[q["q"]], q["want"]),
              "got": found[q["q"]][:5]} for q in spec]
     result = {"engine": args.engine, "top": TOP, "depth": DEPTH, "summary": summary(rows), "queries": rows}
+    if MARKS:
+        result["single_character_first"] = [q for q in queries if single_character_only(q, MARKS.get(q, []))]
     OUT.mkdir(exist_ok=True)
     (OUT / f"search-eval-{args.engine}.json").write_text(json.dumps(result, ensure_ascii=False, indent=1),
                                                          encoding="utf-8")
     for half, s in result["summary"].items():
         print(f"{args.engine:8} {half:4}  n={s['n']:3}  recall@3 {s['recall@3']:.1%}  MRR@10 {s['mrr@10']:.3f}")
+    if MARKS:
+        print(f"first result matched by single characters only: {len(result['single_character_first'])} queries "
+              f"{result['single_character_first'][:10]}")
     misses = [r for r in rows if r["split"] == "tune" and not (r["rank"] and r["rank"] <= TOP)]
     for r in misses[: args.show]:
         print(f"  miss {r['q']!r}: rank {r['rank']}, want {r['want'][0]}, got {r['got'][:3]}")
