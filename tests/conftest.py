@@ -29,6 +29,13 @@ def pytest_configure(config):
         os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
+def pytest_collection_modifyitems(items):
+    """Tests that read the built site go after the others (the browser suite keeps its place at the
+    front): the site's build runs in the background meanwhile, instead of a worker waiting on it."""
+    items[:] = sorted(items, key=lambda item: "_site_build" in getattr(item, "fixturenames", ())
+                      and "browser" not in item.keywords)
+
+
 @pytest.fixture(scope="session")
 def shared(tmp_path_factory, worker_id) -> Path:
     """A folder all xdist workers of this run share (tests/support/shared.py)."""
