@@ -84,15 +84,7 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, base: flo
         x'_{2i}   = x_{2i}·cos(pos θ_i) − x_{2i+1}·sin(pos θ_i)
         x'_{2i+1} = x_{2i}·sin(pos θ_i) + x_{2i+1}·cos(pos θ_i)
     """
-    _check_tensor("x", x, "(..., n, d)", (None,) * max(getattr(x, "ndim", 0), 2))
-    n, d = x.shape[-2], x.shape[-1]
-    if d % 2 != 0:
-        raise ValueError(f"the last dimension of x must be even (pairs of dimensions), got x {tuple(x.shape)}")
-    if positions is None:
-        positions = torch.arange(n, device=x.device)
-    if positions.shape != (n,):
-        raise ValueError(f"positions must have shape (n,) = ({n},), got positions {tuple(positions.shape)} "
-                         f"for x {tuple(x.shape)}")
+    n, d, positions = _rope_inputs(x, positions)
     if theta is None:
         theta = rope_frequencies(d, base, torch.float64)
     angle = positions.to(torch.float64)[:, None] * theta.to(torch.float64)[None, :]  # (n, d/2)
@@ -113,15 +105,24 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 def apply_rope_half(x: torch.Tensor, positions: torch.Tensor | None = None,
                     base: float = 10000.0) -> torch.Tensor:
     """半分配对的 RoPE：维度 i 与 i + d/2 组成一对，x·cos + rotate_half(x)·sin。x (..., n, d)。"""
+    n, d, positions = _rope_inputs(x, positions)
+    angle = positions.to(torch.float64)[:, None] * rope_frequencies(d, base, torch.float64)[None, :]
+    angle = torch.cat([angle, angle], dim=-1)                                       # (n, d)：cat(freqs, freqs)
+    return x * angle.cos().to(x.dtype) + rotate_half(x) * angle.sin().to(x.dtype)
+
+
+def _rope_inputs(x: torch.Tensor, positions: torch.Tensor | None) -> tuple[int, int, torch.Tensor]:
+    """两种 RoPE 共用的检查：x (..., n, d) 且 d 为偶数；positions (n,)，默认 0 … n−1。"""
     _check_tensor("x", x, "(..., n, d)", (None,) * max(getattr(x, "ndim", 0), 2))
     n, d = x.shape[-2], x.shape[-1]
     if d % 2 != 0:
         raise ValueError(f"the last dimension of x must be even (pairs of dimensions), got x {tuple(x.shape)}")
     if positions is None:
         positions = torch.arange(n, device=x.device)
-    angle = positions.to(torch.float64)[:, None] * rope_frequencies(d, base, torch.float64)[None, :]
-    angle = torch.cat([angle, angle], dim=-1)                                       # (n, d)：cat(freqs, freqs)
-    return x * angle.cos().to(x.dtype) + rotate_half(x) * angle.sin().to(x.dtype)
+    if positions.shape != (n,):
+        raise ValueError(f"positions must have shape (n,) = ({n},), got positions {tuple(positions.shape)} "
+                         f"for x {tuple(x.shape)}")
+    return n, d, positions
 
 
 def interleaved_to_half(d: int) -> torch.Tensor:

@@ -13,8 +13,9 @@ from snippets.results import RESULTS_DIR, command_line, loadavg, provenance, wri
 
 
 def experiment_main(module: str, kind: str, presets: dict, run, argv=None, *, seed: int = 0,
-                    dtypes=("float32",), default_preset: str = "full") -> int:
-    """``python -m <module> [--preset P] [--out FILE]``: ``run(preset, cfg) -> dict`` becomes results/<kind>.json.
+                    dtypes=("float32",), default_preset: str = "full", outputs: dict | None = None) -> int:
+    """``python -m <module> [--preset P] [--out FILE]``: ``run(preset, cfg) -> dict`` becomes results/<kind>.json,
+    or results/<outputs[P]> for a preset that has its own file (a ``long`` run beside the ``full`` one).
 
     Runs single-threaded (bit-for-bit repeatable, independent of the machine's other load),
     records provenance from the start, and writes through :func:`snippets.results.write_results`,
@@ -24,8 +25,9 @@ def experiment_main(module: str, kind: str, presets: dict, run, argv=None, *, se
     parser = argparse.ArgumentParser(prog=f"python -m {module}",
                                      description=(sys.modules[run.__module__].__doc__ or kind).splitlines()[0])
     parser.add_argument("--preset", choices=sorted(presets), default=default_preset)
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR / f"{kind}.json")
+    parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args(argv)
+    args.out = args.out or RESULTS_DIR / (outputs or {}).get(args.preset, f"{kind}.json")
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

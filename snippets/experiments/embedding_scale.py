@@ -36,7 +36,6 @@ from tqdm import tqdm
 from snippets.embedding import embedding_to_pe_ratio
 from snippets.experiments._cli import experiment_main
 from snippets.experiments.copy_task import DEFAULT_CONFIG, build_model, evaluate, lr_factor, make_batch, shift_right
-from snippets.results import RESULTS_DIR
 
 KIND = "embedding-scale"
 MODULE = "snippets.experiments.embedding_scale"
@@ -163,9 +162,8 @@ def run(preset: str, cfg: dict) -> dict:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if ("long" in argv or "--preset=long" in argv) and not any(a == "--out" or a.startswith("--out=") for a in argv):
-        argv += ["--out", str(RESULTS_DIR / LONG_OUT)]                     # long 不覆盖 full 的文件
-    return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick")
+    return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick",
+                           outputs={"long": LONG_OUT})
 
 
 if __name__ == "__main__":

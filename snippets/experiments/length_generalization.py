@@ -36,7 +36,6 @@ from tqdm import tqdm
 from snippets.experiments._cli import experiment_main
 from snippets.experiments.copy_task import lr_factor
 from snippets.positional import PositionalSelfAttention, sinusoidal_positional_encoding
-from snippets.results import RESULTS_DIR
 from snippets.transformer import EncoderLayer, TokenEmbedding
 
 KIND = "length-generalization"
@@ -167,9 +166,8 @@ def run(preset: str, cfg: dict) -> dict:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if ("long" in argv or "--preset=long" in argv) and not any(a == "--out" or a.startswith("--out=") for a in argv):
-        argv += ["--out", str(RESULTS_DIR / LONG_OUT)]                     # long 不覆盖 full 的文件
-    return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick")
+    return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick",
+                           outputs={"long": LONG_OUT})
 
 
 if __name__ == "__main__":
