@@ -51,6 +51,16 @@ SPELLINGS: dict[str, list[str]] = {
 }
 SPELLING_PAGES = ("chapters",)
 
+# A glossary term is indexed with the heading of the section that explains it (its 「详解」 link
+# in docs/glossary.md, else its 「首次出现」 link when that names a section of a page other than a
+# chapter's 导读 or question page): the section a reader wants for the term then outranks the 导读
+# and reference pages that only name it. The words are the term's Chinese and English names as the
+# glossary spells them (one-word names only, see glossary_homes), each one index token (not cut by
+# jieba), so the query 分组查询注意力 meets the section whose heading says 「从 MHA 到 MQA 与 GQA」
+# and a query for 注意力 alone does not.
+GLOSSARY_ROW = re.compile(r"^\|([^|]+)\|([^|]+)\|[^|]*\|([^|]*)\|\s*$")
+GLOSSARY_LINK = re.compile(r"\]\((chapters/[^)]+)\)")
+
 # Pages that restate what a chapter explains rank below the chapters: a lunr document boost on
 # each of their sections. A claim's or an erratum's title names its term while a chapter
 # explains the term in a section's text; at 1/1000, the inverse of the title boost, their
@@ -275,6 +285,42 @@ def _under(location: str, pages) -> bool:
                for page in pages)
 
 
+def _page_key(location: str) -> str:
+    """'chapters/04-multi-head/derivation-cost#gqa' for a glossary link (…/derivation-cost.md#gqa)
+    and for an index location of either URL style (…/derivation-cost/#gqa, ….html#gqa)."""
+    page, _, anchor = location.partition("#")
+    page = re.sub(r"(?:/?index)?\.(?:md|html)$|/$", "", page)
+    return f"{page}#{anchor}" if anchor else page
+
+
+def glossary_homes(glossary: str) -> dict[str, list[str]]:
+    """Index location key (:func:`_page_key`) → the names of the glossary terms it explains."""
+    homes: dict[str, list[str]] = {}
+    for line in glossary.splitlines():
+        m = GLOSSARY_ROW.match(line.strip())
+        if not m:
+            continue
+        links = GLOSSARY_LINK.findall(m[3])
+        if "详解" in m[3]:
+            home = GLOSSARY_LINK.findall(m[3].split("详解", 1)[1])[0]
+        elif links and "#" in links[0] and not re.search(r"/(?:index|interview)\.md#", links[0]):
+            home = links[0]
+        else:
+            continue
+        chinese = [re.sub(r"（[^）]*）", "", n).strip() for n in re.split(r"[／/]", m[1])]
+        english = [n.strip() for n in re.split(r"[,，/]", m[2])]
+        # Only names of one word: a name of several (在线 softmax, attention sink) would give its
+        # section a heading word for every query of one of them (softmax, attention), and joined
+        # into one token it would still meet every query for its first word (the worker matches
+        # query words as prefixes). A one-character name (头, 键, 熵) would meet every query that
+        # segments to that character.
+        names = [n for n in dict.fromkeys(chinese + english) if len(n) > 1 and not re.search(r"\s", n)]
+        if names:
+            known = homes.setdefault(_page_key(home), [])
+            known += [n for n in names if n not in known]
+    return homes
+
+
 def _names(title: str, term: str) -> bool:
     """The plain title contains the term, not as part of a longer Latin word (d_k, not d_kv)."""
     return re.search(rf"(?<![A-Za-z0-9_]){re.escape(term.lower())}(?![A-Za-z0-9_])", title) is not None
@@ -291,8 +337,9 @@ def erratum_text(text: str) -> str:
     return m.group(1) if m else text
 
 
-def clean_entry(entry: dict) -> dict:
-    """One index entry as readers should meet it: plain math, no ¶, boosted, with spellings."""
+def clean_entry(entry: dict, homes: dict[str, list[str]] | None = None) -> dict:
+    """One index entry as readers should meet it: plain math, no ¶, boosted, with spellings and
+    the names of the glossary terms it explains (``homes``, :func:`glossary_homes`)."""
     title = plain_math(entry["title"]).replace("¶", "").strip()
     text = plain_math(entry["text"])
     text = re.sub(r"<(pre|code)>\s*</\1>", "", text)
@@ -304,11 +351,12 @@ def clean_entry(entry: dict) -> dict:
     for page, boost in (SECTION_BOOST if "#" in location else PAGE_BOOST).items():
         if _under(location, [page]):
             entry["boost"] = boost
-    if _under(location, SPELLING_PAGES):
+    if _under(location, SPELLING_PAGES) and "<span hidden>" not in entry["title"]:
         plain_title = _plain(title).lower()
-        spellings = [s for term, words in SPELLINGS.items() if _names(plain_title, term) for s in words]
-        if spellings and "<span hidden>" not in entry["title"]:
-            hidden = html.escape(" ".join(dict.fromkeys(spellings)), quote=False)
+        words = [s for term, spelled in SPELLINGS.items() if _names(plain_title, term) for s in spelled]
+        words += (homes or {}).get(_page_key(location), [])
+        if words:
+            hidden = html.escape(" ".join(dict.fromkeys(words)), quote=False)
             entry["title"] += f"<span hidden> {hidden}</span>"
     return entry
 
@@ -386,6 +434,8 @@ def on_post_build(config, **kwargs):
         return
     fix_query_segmentation(Path(config.site_dir))
     index = json.loads(path.read_text(encoding="utf-8"))
-    index["docs"] = [clean_entry(entry) for entry in index["docs"]
+    glossary = Path(config.docs_dir) / "glossary.md"
+    homes = glossary_homes(glossary.read_text(encoding="utf-8")) if glossary.is_file() else {}
+    index["docs"] = [clean_entry(entry, homes) for entry in index["docs"]
                      if not ("#" in entry["location"] and _under(entry["location"], INCLUDED_ELSEWHERE))]
     path.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")

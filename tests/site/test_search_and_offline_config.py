@@ -14,8 +14,10 @@ import pytest
 from sitebuild.config import load, nav_pages
 from mkdocs.exceptions import PluginError
 
-from sitebuild.hooks.searchindex import SECTION_BOOST, SPELLINGS, clean_entry, fix_query_segmentation, tex_to_text
+from sitebuild.hooks.searchindex import (SECTION_BOOST, SPELLINGS, _page_key, clean_entry, fix_query_segmentation,
+                                         glossary_homes, tex_to_text)
 from tests.support.search import load_queries, raw_markup
+from tests.support.sections import DOCS
 
 # sitebuild/hooks/searchindex.py keeps code out of the index and writes math as plain text: 706 KB
 # raw, 211 KB gzipped for 6 chapters on 2026-12-01 (1985 KB and 378 KB before). The budget
@@ -100,6 +102,54 @@ def test_clean_entry():
               for loc in ("verification/", "verification/ch05/", "interview.html", "interview/ch05.html")}
     assert boosts == {"verification/": None, "verification/ch05/": 0.001, "interview.html": None,
                       "interview/ch05.html": 0.001}
+
+
+GLOSSARY_SAMPLE = """| 中文 | English | 说明 | 首次出现 |
+|---|---|---|---|
+| 分组查询注意力 | grouped-query attention, GQA | … | [第 01 章](chapters/01-x/view-2026.md#kv)；详解 [第 04 章](chapters/04-y/derivation-cost.md#gqa) |
+| 输入门 | input gate | … | [第 01 章](chapters/01-x/lstm.md#方程) |
+| 因果掩码 | causal mask | … | [第 01 章](chapters/01-x/index.md#核心困惑) |
+| 损失掩码 | loss mask | … | [第 02 章](chapters/02-z/interview.md#questions) |
+| 头 | head | … | [第 04 章](chapters/04-y/derivation.md#formula) |
+"""
+
+
+def test_glossary_terms_go_to_the_section_that_explains_them():
+    """A term's 「详解」 link names its section; without one, its 「首次出现」 link does when that is
+    a section of a page other than a 导读 or question page; names of one character or of several
+    words are left out."""
+    homes = glossary_homes(GLOSSARY_SAMPLE)
+    assert homes == {"chapters/04-y/derivation-cost#gqa": ["分组查询注意力", "GQA"],
+                     "chapters/01-x/lstm#方程": ["输入门"],
+                     "chapters/04-y/derivation#formula": ["head"]}
+    # the served site's URLs and the offline edition's both find their section
+    assert {_page_key(loc) for loc in ("chapters/04-y/derivation-cost/#gqa", "chapters/04-y/derivation-cost.html#gqa",
+                                       "chapters/04-y/derivation-cost.md#gqa")} == {"chapters/04-y/derivation-cost#gqa"}
+    assert _page_key("chapters/04-y/") == _page_key("chapters/04-y/index.html") == "chapters/04-y"
+    entry = clean_entry({"location": "chapters/04-y/derivation-cost/#gqa", "title": "七、从 MHA 到 MQA 与 GQA",
+                         "text": ""}, homes)
+    assert entry["title"] == "七、从 MHA 到 MQA 与 GQA<span hidden> 分组查询注意力 GQA</span>"
+
+
+def test_each_glossary_term_is_indexed_with_a_section_that_mentions_it(built_site):
+    """Every section the glossary sends a term to exists in the built index, mentions the term in
+    its own words (title or text, not only in the hidden names), and carries the term's names."""
+    docs = json.loads((built_site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    homes = glossary_homes((DOCS / "glossary.md").read_text(encoding="utf-8"))
+    by_key: dict[str, list[dict]] = {}
+    for d in docs:
+        by_key.setdefault(_page_key(d["location"]), []).append(d)
+        if "#" in d["location"]:  # a page named whole is answered by any of its sections
+            by_key.setdefault(_page_key(d["location"].split("#")[0]), []).append(d)
+    assert len(homes) >= 60
+    for key, names in homes.items():
+        assert key in by_key, f"the glossary sends {names[0]} to {key}, which is not in the index"
+        own = " ".join(re.sub(r"<span hidden>.*?</span>|<[^>]+>|\u200b", "", html.unescape(d["title"] + " " + d["text"]))
+                       for d in by_key[key]).lower()
+        missing = [n for n in names if n.lower() not in own]
+        assert len(missing) < len(names), f"{key} never mentions {names}"
+        hidden = " ".join(d["title"] for d in by_key[key])
+        assert all(html.escape(n, quote=False) in hidden for n in names), f"{key}: {names} not indexed"
 
 
 def test_offline_config_tracks_main():
