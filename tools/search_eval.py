@@ -28,6 +28,8 @@ import tempfile
 from pathlib import Path
 from urllib.parse import unquote, urljoin, urlparse
 
+from tests.support.search import single_character_only
+
 ROOT = Path(__file__).resolve().parents[1]
 QUERIES = ROOT / "tests" / "support" / "search_eval.json"
 OUT = ROOT / "test-output"
@@ -107,17 +109,8 @@ PAGEFIND_JS = """async (queries) => {
 
 
 # The words the box highlights in the first result, per query (lunr only), for
-# :func:`single_character_only`.
+# tests.support.search.single_character_only.
 MARKS: dict[str, list[str]] = {}
-
-
-def single_character_only(query: str, marks: list[str]) -> bool:
-    """No highlight of the first result holds two consecutive characters of the query: it was
-    found by single characters (字节对编码 → 对照, 对数, 对) alone. The box highlights whole index
-    words that start with a query piece, so the highlight itself may be longer than the piece."""
-    q = "".join(query.lower().split())
-    pairs = {q[i:i + 2] for i in range(len(q) - 1)}
-    return bool(marks) and bool(pairs) and not any(p in m.lower() for m in marks for p in pairs)
 
 
 def lunr_results(site: Path, queries: list[str]) -> dict[str, list[str]]:

@@ -40,7 +40,7 @@ from tests.browser.helpers import (
 )
 from tests.support.build import tiny_site
 from tests.support.firstvisit import first_visit
-from tests.support.search import chapter_groups, evaluate, load_queries, raw_markup
+from tests.support.search import chapter_groups, evaluate, load_queries, marks, raw_markup, single_character_only
 
 
 
@@ -187,6 +187,9 @@ def test_search_recall(chromium_browser, site_url, built_site):
           f"first page right for {ev['first_rate']:.1%}; ranking misses {len(ev['rank_misses'])}/{ev['ranked']}")
     print("misses:\n  " + "\n  ".join(ev["misses"]) if ev["misses"] else "no misses")
     assert not markup, "raw markup in search results:\n" + "\n".join(sorted(set(markup))[:20])
+    # issue 30: a first result that shares only single characters with the query (字节对编码 → 对照)
+    single = [q for q, groups in results.items() if groups and single_character_only(q, [m for item in groups[0] for m in marks(item)])]
+    assert not single, f"first result found by single characters only: {single}"
     assert not ev["rank_misses"], "\n".join(ev["rank_misses"])
     assert ev["recall"] >= spec["min_recall"], "\n".join(ev["misses"])
 

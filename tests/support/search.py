@@ -86,6 +86,28 @@ def evaluate(spec: dict, results: dict[str, list[list[str]]]) -> dict:
             "ranked": len(ranked), "first_rate": sum(r["first"] for r in report) / len(report)}
 
 
+HAN = re.compile(r"[\u3400-\u9fff]+")
+
+
+def single_character_only(query: str, marks: list[str]) -> bool:
+    """No highlight of the first result holds two consecutive characters of the query: it was
+    found by single characters (字节对编码 → 对照, 对数, 对) alone. The box highlights whole index
+    words that start with a query piece, so the highlight itself may be longer than the piece.
+    Only a query with two Han characters in a row is judged: in 「n < d」 single letters are the words."""
+    q = "".join(query.lower().split())
+    pairs = {q[i:i + 2] for i in range(len(q) - 1)}
+    han = any(HAN.fullmatch(p) for p in pairs)
+    return bool(marks) and han and not any(p in m.lower() for m in marks for p in pairs)
+
+
+MARK = re.compile(r"<mark[^>]*>(.*?)</mark>", re.S)
+
+
+def marks(item: dict) -> list[str]:
+    """The words a result item (worker item: title, text) highlights."""
+    return [re.sub(r"<[^>]+>", "", m) for m in MARK.findall(item.get("title", "") + item.get("text", ""))]
+
+
 def raw_markup(items: list[dict]) -> list[str]:
     """Result titles/previews (worker items: location, title, text) that show raw markup."""
     bad = []
