@@ -510,9 +510,9 @@ class Site:
     One load per page (the suite runs on 2 shared cores and chapter pages are large), each worker
     in one tab that goes from page to page, as a reader does: the theme's scripts, styles and
     fonts come from the cache after the first page (a first visit's bytes are tested once, in
-    test_template.py). At 390 px, then at 1280 px: the layout and the typesetting; then, on the
-    pages that show every kind of element, axe's rules in the light palette and its colour rules
-    after the reader's toggle to dark.
+    test_template.py). At 390 px: the layout and the typesetting; then, on the pages that show
+    every kind of element, the same at 1280 px, axe's rules in the light palette and its colour
+    rules after the reader's toggle to dark.
     """
 
     def __init__(self, browser, base_url: str, site_dir: Path, shared: Path | None = None,
@@ -591,9 +591,9 @@ class Site:
             self.visits.append((path, round(time.monotonic() - start, 3)))
 
     def _look(self, path: str) -> dict[str, dict]:
-        """What only a layout engine can tell about this page's content: the layout at both widths,
-        the typesetting, axe (on the cover pages), and what the page said on the side (console,
-        failed loads, requests)."""
+        """What only a layout engine can tell about this page's content: the layout and the
+        typesetting at 390 px (and at 1280 px with axe, on the cover pages), and what the page said
+        on the side (console, failed loads, requests)."""
         if self._tab is None:
             self._tab = new_context(self.browser, "light", viewport=DESKTOP).new_page()
         page = self._tab
@@ -604,14 +604,16 @@ class Site:
             wait_for_page(page)
             # every block painted (the layout and axe's colour checks need them), first at 390 px
             show_everything(page, MOBILE)
-            light = {"layout": {"mobile": layout(page)}, "typesetting": {"mobile": typesetting(page)}}
-            set_width(page, DESKTOP)
-            light["layout"]["desktop"] = layout(page)
-            light["typesetting"]["desktop"] = typesetting(page)
-            covers = path in self.axe_pages()
-            light["axe"] = run_axe(page) if covers else None
+            light = {"layout": {"mobile": layout(page)}, "typesetting": {"mobile": typesetting(page)}, "axe": None}
             dark = {}
-            if covers:
+            # At 1280 px only the template decides (the column is twice as wide, and what could be
+            # too wide scrolls in its own wrapper at both widths): the layout and the typesetting
+            # there, and axe, on the pages that together show every kind of element.
+            if path in self.axe_pages():
+                set_width(page, DESKTOP)
+                light["layout"]["desktop"] = layout(page)
+                light["typesetting"]["desktop"] = typesetting(page)
+                light["axe"] = run_axe(page)
                 switch_palette(page, "dark")
                 dark = {"scheme": page.evaluate("document.body.getAttribute('data-md-color-scheme')"),
                         "axe": run_axe(page, AXE_COLOUR_RULES)}
