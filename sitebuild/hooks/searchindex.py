@@ -51,7 +51,7 @@ SPELLINGS: dict[str, list[str]] = {
 }
 SPELLING_PAGES = ("chapters",)
 
-# A glossary term is indexed with the heading of the section that explains it (its 「详解」 link
+# A glossary term is indexed with the heading of the section that explains it (its [详解] link
 # in docs/glossary.md, else its 「首次出现」 link when that names a section of a page other than a
 # chapter's 导读 or question page): the section a reader wants for the term then outranks the 导读
 # and reference pages that only name it. The words are the term's Chinese and English names as the

@@ -106,7 +106,7 @@ def test_clean_entry():
 
 GLOSSARY_SAMPLE = """| 中文 | English | 说明 | 首次出现 |
 |---|---|---|---|
-| 分组查询注意力 | grouped-query attention, GQA | … | [第 01 章](chapters/01-x/view-2026.md#kv)；详解 [第 04 章](chapters/04-y/derivation-cost.md#gqa) |
+| 分组查询注意力 | grouped-query attention, GQA | … | [第 01 章](chapters/01-x/view-2026.md#kv)；[详解](chapters/04-y/derivation-cost.md#gqa) |
 | 输入门 | input gate | … | [第 01 章](chapters/01-x/lstm.md#方程) |
 | 因果掩码 | causal mask | … | [第 01 章](chapters/01-x/index.md#核心困惑) |
 | 损失掩码 | loss mask | … | [第 02 章](chapters/02-z/interview.md#questions) |
