@@ -1,5 +1,6 @@
 // Math is typeset when the site is built (sitebuild/hooks/mathrender.py): no KaTeX script runs here.
-// What is left: tab stops for content that scrolls sideways, and a name for the search dialog.
+// What is left: tab stops for content that scrolls sideways, a name for the search dialog, search
+// results that follow an input method, and the loader of the widgets.
 
 // Accessibility (axe scrollable-region-focusable, aria-dialog-name): a formula, wide table or
 // notebook cell that scrolls sideways gets a tab stop, as Material gives its code blocks.
@@ -39,9 +40,50 @@ document$.subscribe(() => {
     observer.takeRecords();
     near.forEach(el => { observer.unobserve(el); observer.observe(el); });
   });
+  startWidgets();
   // Tests (and anyone curious) wait for this: Material has set up the page at this URL.
   document.body.dataset.pageReady = location.href;
 });
+
+// Widgets (figures a reader can play with, docs/assets/widgets/): the page already shows each one's
+// default state, built with the site; its scripts (data-widget-src, paths from this script's
+// folder, read while it runs: instant navigation changes the page's URL, not this one) load when it
+// comes near the viewport or is first touched, once per visit, as classic scripts so that the
+// offline edition runs them over file://. Each script registers siteWidgets[name](figure).
+const ASSETS = new URL(".", document.currentScript.src);
+const loadedScripts = new Map();
+
+function loadScript(path) {
+  if (!loadedScripts.has(path)) {
+    loadedScripts.set(path, new Promise((resolve, reject) => {
+      const script = document.createElement("script");
+      script.src = new URL(path, ASSETS).href;
+      script.onload = resolve;
+      script.onerror = () => reject(new Error(`widget script ${path} did not load`));
+      document.head.append(script);
+    }));
+  }
+  return loadedScripts.get(path);
+}
+
+async function startWidget(figure) {
+  if (figure.dataset.started) return;
+  figure.dataset.started = "true";
+  for (const path of figure.dataset.widgetSrc.split(" ")) await loadScript(path);  // in order
+  window.siteWidgets[figure.dataset.widget](figure);
+}
+
+function startWidgets() {
+  const figures = document.querySelectorAll("[data-widget]");
+  if (!figures.length) return;
+  const near = new IntersectionObserver(entries => entries.forEach(e => {
+    if (e.isIntersecting) { near.unobserve(e.target); startWidget(e.target); }
+  }), { rootMargin: "50% 0px" });
+  figures.forEach(figure => {
+    near.observe(figure);
+    for (const type of ["focusin", "pointerdown"]) figure.addEventListener(type, () => startWidget(figure), { once: true });
+  });
+}
 
 // Material runs a search query when a key is released in the search box. Text that an input
 // method commits (拼音: the whole word at once), a paste or dictation changes the box without a
