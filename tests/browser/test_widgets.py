@@ -82,3 +82,57 @@ def test_attention_playground_computes_what_the_reader_code_computes(chromium_br
         want = ch03_widget.reference_weights(*(got["state"][k] for k in ("scale", "temperature", "causal", "pad")))
         assert got["state"]["query"] == default["query"] - 1 and _close([got["bars"]], [want[got["state"]["query"]]])
         assert all(len(s.split(".")[1]) == 2 for s in got["shown"]), got["shown"]
+
+
+def _relative(got: float, want: float) -> bool:
+    return abs(got - want) <= TOLERANCE * abs(want) + 1e-300
+
+
+SATURATION_JS = """f => ({
+  ready: f.dataset.ready === 'true',
+  state: JSON.parse(f.dataset.state || '{}'),
+  panels: Object.fromEntries([...f.querySelectorAll('[data-panel]')].map(p => [p.dataset.panel, {
+    p: [...p.querySelectorAll('.widget-bar-value')].map(el => Number(el.dataset.w)),
+    max: Number(p.querySelector('[data-key=max]').dataset.v),
+    jacobian_norm: Number(p.querySelector('[data-key=jacobian_norm]').dataset.v),
+  }])),
+})"""
+
+
+@pytest.mark.claim("ch03-widget-saturation", paper="§3.2.1",
+                   title="饱和部件算的就是参考代码",
+                   text="第 03 章的 softmax 饱和部件：用键盘走遍 d_k（6 档）与分数尺度 σ（3 档）的全部 18 种组合，"
+                        "两种 logits（不缩放、除以 √d_k）的每个权重、最大权重和 ‖J‖₂ 与 stable_softmax、softmax_jacobian "
+                        "的结果相对误差不超过 1e-9；σ = 1、d_k = 1024 时不缩放的 ‖J‖₂ 低于 1e-5，缩放后的与 d_k 无关")
+def test_saturation_widget_computes_what_the_reader_code_computes(chromium_browser, site_url):
+    def same(got: dict, want: dict) -> bool:
+        return all(len(got[n]["p"]) == len(want[n]["p"]) and all(map(_relative, got[n]["p"], want[n]["p"]))
+                   and _relative(got[n]["max"], want[n]["max"])
+                   and _relative(got[n]["jacobian_norm"], want[n]["jacobian_norm"]) for n in ("unscaled", "scaled"))
+
+    with opened(chromium_browser, site_url + PAGE) as page:
+        figure = page.locator("figure.widget-saturation")
+        before = figure.evaluate(SATURATION_JS)
+        default = ch03_widget.SAT_DEFAULT
+        assert not before["ready"] and same(before["panels"], ch03_widget.reference_saturation(**default)), before
+        figure.scroll_into_view_if_needed()
+        page.wait_for_function("f => f.dataset.ready === 'true'", arg=figure.element_handle(), timeout=20_000)
+        d_k, sigma = figure.locator("[name=d_k]"), figure.locator("[name=sigma]")
+        _press(page, sigma, "Home")
+        seen = {}
+        for i, s in enumerate(ch03_widget.SIGMAS):
+            if i:
+                _press(page, sigma, "ArrowRight")
+            _press(page, d_k, "Home")
+            for j, d in enumerate(ch03_widget.D_K_VALUES):
+                if j:
+                    _press(page, d_k, "ArrowRight")
+                got = figure.evaluate(SATURATION_JS)
+                assert got["state"] == {"d_k": d, "sigma": s}, got["state"]
+                want = ch03_widget.reference_saturation(d, s)
+                assert same(got["panels"], want), (d, s, got["panels"], want)
+                seen[(d, s)] = got["panels"]
+        assert len(seen) == 18
+        # what the page says: at σ = 1, d_k = 1024 the unscaled row's ‖J‖₂ is below 1e-5; the scaled row is the same for every d_k
+        assert seen[(1024, 1.0)]["unscaled"]["jacobian_norm"] < 1e-5
+        assert len({seen[(d, 1.0)]["scaled"]["jacobian_norm"] for d in ch03_widget.D_K_VALUES}) == 1

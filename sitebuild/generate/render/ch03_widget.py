@@ -1,10 +1,16 @@
-"""第 03 章的注意力游乐场（widget）：docs/generated/widget-attention.md。
+"""第 03 章可以动手的两个部件（widget）：docs/generated/widget-attention.md、widget-saturation.md。
 
+**注意力游乐场**（widget-attention.md）
 页面上是一个可以动手的小部件：5 个词元、固定的 Q、K（d_k = 4），开关「除以 √d_k」、温度 τ、
 因果掩码、最后一个词元是填充，看权重矩阵（热图）和一个查询的那一行（条形）。这里写出它的 HTML：
 控件、默认状态的热图与条形（没有脚本、打印和 PDF 看到的就是它），以及脚本要用的数据（词元、Q、K）。
 权重由读者代码 ``snippets.attention.scaled_dot_product_attention`` 算出；浏览器里的
 docs/assets/widgets/attention-math.js 重算同样的数，tests/browser/test_widgets.py 逐项比较两者。
+
+**softmax 饱和**（widget-saturation.md）：一行 8 个固定的标准正态数 g，d_k 与分数尺度 σ 两个滑块；
+并排显示不缩放（z = σ√d_k·g，点积的方差是 d_k）与除以 √d_k（z = σ·g）两种 softmax 的权重、最大权重
+和雅可比矩阵的谱范数 ‖J‖₂。参考值来自 ``snippets.softmax.softmax_jacobian``，浏览器里是
+docs/assets/widgets/saturation-math.js。
 
 同样的输入得到逐字节相同的文件。
 """
@@ -14,6 +20,7 @@ from __future__ import annotations
 import html
 import json
 import math
+import re
 from pathlib import Path
 
 import torch
@@ -101,4 +108,79 @@ def render_widget(results: list[dict], out_dir: Path) -> None:
     write_text(out_dir, MD, widget_html())
 
 
-RENDERERS = [render_widget]
+# ---------------------------------------------------------------------------------- saturation
+
+SAT_MD = "widget-saturation.md"
+SAT_N = 8
+SAT_SEED = 5
+D_K_VALUES = [1, 4, 16, 64, 256, 1024]
+SIGMAS = [0.5, 1.0, 2.0]
+SAT_DEFAULT = {"d_k": 64, "sigma": 1.0}
+SAT_SCRIPTS = "widgets/saturation-math.js widgets/saturation.js"
+
+
+def scores() -> list[float]:
+    """一行 n 个标准正态数 g，取 3 位小数（页面上的数据就是它们本身）。"""
+    gen = torch.Generator().manual_seed(SAT_SEED)
+    return [round(x, 3) for x in torch.randn(SAT_N, generator=gen, dtype=torch.float64).tolist()]
+
+
+def reference_saturation(d_k: int, sigma: float) -> dict[str, dict]:
+    """两种 logits 的 softmax、最大权重与 ‖J‖₂（读者代码的 stable_softmax、softmax_jacobian，float64）。"""
+    from snippets.softmax import softmax_jacobian, stable_softmax
+
+    g = torch.tensor(scores(), dtype=torch.float64)
+    out = {}
+    for name, z in (("unscaled", sigma * math.sqrt(d_k) * g), ("scaled", sigma * g)):
+        p = stable_softmax(z)                                        # (n,)
+        out[name] = {"p": p.tolist(), "max": p.max().item(),
+                     "jacobian_norm": torch.linalg.matrix_norm(softmax_jacobian(z), ord=2).item()}
+    return out
+
+
+def small(x: float) -> str:
+    """3 位小数；小于 0.001 的数写成 7.44×10⁻⁵（与 saturation.js 的 small 相同）。"""
+    if x == 0 or x >= 1e-3:
+        return f"{x:.3f}"
+    e = math.floor(math.log10(x))
+    return f"{x / 10 ** e:.2f}×10<sup>−{-e}</sup>"
+
+
+def _sat_panel(name: str, title: str, r: dict) -> str:
+    items = "".join(f'<li><span class="widget-bar-label">{j + 1}</span>'
+                    f'<span class="widget-bar" style="--w:{p:.4f}"></span>'
+                    f'<span class="widget-bar-value" data-w="{p!r}">{p:.3f}</span></li>' for j, p in enumerate(r["p"]))
+    return (f'<div class="widget-panel" data-panel="{name}"><p class="widget-panel-title">{title}</p>'
+            f'<ul class="widget-bars" aria-label="{re.sub("<[^>]+>", "", title)}：{len(r["p"])} 个键的权重">{items}</ul>'
+            f'<p class="widget-readout">最大权重 <span data-key="max" data-v="{r["max"]!r}">{r["max"]:.3f}</span>，'
+            f'‖J‖<sub>2</sub> = <span data-key="jacobian_norm" data-v="{r["jacobian_norm"]!r}">'
+            f'{small(r["jacobian_norm"])}</span></p></div>')
+
+
+def saturation_html() -> str:
+    ref = reference_saturation(SAT_DEFAULT["d_k"], SAT_DEFAULT["sigma"])
+    data = json.dumps({"g": scores(), "d_k": D_K_VALUES, "sigma": SIGMAS, "default": SAT_DEFAULT},
+                      separators=(",", ":"))
+    d_i, s_i = D_K_VALUES.index(SAT_DEFAULT["d_k"]), SIGMAS.index(SAT_DEFAULT["sigma"])
+    controls = (
+        '<div class="widget-controls">'
+        f'<label>d<sub>k</sub> <input type="range" name="d_k" min="0" max="{len(D_K_VALUES) - 1}" step="1" '
+        f'value="{d_i}" aria-valuetext="{SAT_DEFAULT["d_k"]}"> <output>{SAT_DEFAULT["d_k"]}</output></label>'
+        f'<label>分数尺度 σ <input type="range" name="sigma" min="0" max="{len(SIGMAS) - 1}" step="1" '
+        f'value="{s_i}" aria-valuetext="{SAT_DEFAULT["sigma"]:g}"> <output>{SAT_DEFAULT["sigma"]:g}</output></label>'
+        '</div>')
+    panels = (_sat_panel("unscaled", "不缩放：z = σ√d<sub>k</sub>·g", ref["unscaled"])
+              + _sat_panel("scaled", "除以 √d<sub>k</sub>：z = σ·g", ref["scaled"]))
+    return (f'<figure class="widget widget-saturation" data-widget="saturation" data-widget-src="{SAT_SCRIPTS}" '
+            f'data-search-exclude>'
+            f'<script type="application/json" class="widget-data">{data}</script>'
+            f'{controls}<div class="widget-view widget-panels" aria-live="polite">{panels}</div>'
+            f'<figcaption>动手：同一行分数（g 固定，n = {SAT_N}），不缩放时 d<sub>k</sub> 越大越接近独热，'
+            f'雅可比矩阵的范数随之趋于 0</figcaption></figure>\n')
+
+
+def render_saturation(results: list[dict], out_dir: Path) -> None:
+    write_text(out_dir, SAT_MD, saturation_html())
+
+
+RENDERERS = [render_widget, render_saturation]
