@@ -53,7 +53,7 @@ def test_recipe_file_covers_every_variant_and_seed(recipe):
 
 
 @pytest.mark.claim("ch08-padding-measured", paper="§5.1", results="results/training-recipe.json",
-                   title="量出来的填充浪费",
+                   title="按长度排序与不排序：实验训练集上的填充浪费",
                    text="实验的训练集（1000 个样本，句长取自 corpus_en.txt，每批 ≤ 512 个词元）：按长度排序后填充浪费 1.0%，"
                         "不排序 22.4%；批数 26 对 34。结果文件里的数与 token_batches、padding_waste 重算的相同")
 def test_padding_waste_measured(recipe):
@@ -84,7 +84,7 @@ def test_beta2_comparison(recipe):
 
 
 @pytest.mark.claim("ch08-ls-400", paper="§5.4 (「hurts perplexity … but improves accuracy」)",
-                   results="results/training-recipe.json", title="标签平滑，400 步",
+                   results="results/training-recipe.json", title="400 步时标签平滑对准确率、困惑度与校准的影响",
                    text="400 步、4 个种子：加标签平滑后准确率在 3 个种子上更高（均值 79.9% 对 75.8%），困惑度均值反而略低"
                         "（1.89 对 1.93）；ECE 更大（0.109 对 0.039）；K = 12 时平滑给困惑度的下限约 1.10")
 def test_label_smoothing_at_400_steps(recipe):
