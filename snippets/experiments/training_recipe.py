@@ -16,7 +16,7 @@
             均值之比：v̂ 记得越久，这个比值越受早期大梯度的影响
 
 预设：tiny（测试用，几秒）、quick（3 种 × 2 个种子，150 步，约 1 分钟）、full（3 种 × 4 个种子，400 步，
-约 5 分钟，页面用它）、long（只有 paper 与 no-ls，4 个种子，1600 步 = 4 倍，约 12 分钟；回答「多练几倍会不会
+约 5 分钟，页面用它）、long（只有 paper 与 no-ls，4 个种子，1600 步 = 4 倍，单独运行约 12 分钟，与别的训练同时运行时约 20 分钟；回答「多练几倍会不会
 改变标签平滑的读法」，默认写 results/training-recipe-long.json，不覆盖 full 的结果）。
 
 运行：python -m snippets.experiments.training_recipe --preset full   （CPU，单线程）
