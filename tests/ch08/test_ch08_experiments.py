@@ -44,6 +44,8 @@ def test_recipe_file_covers_every_variant_and_seed(recipe):
     cfg = recipe["config"]
     assert cfg == {**tr.PRESETS["full"], "optimizer": cfg["optimizer"], "threads": 1}
     assert {(r["variant"], r["seed"]) for r in recipe["runs"]} == {(v, s) for v in cfg["variants"] for s in cfg["seeds"]}
+    for r in recipe["runs"]:                                             # 每种变体真的只改了它该改的量
+        assert {"label_smoothing": r["label_smoothing"], "beta2": r["beta2"]} == tr.VARIANTS[r["variant"]]
     for s in recipe["summary"]:
         mine = [r["eval"] for r in recipe["runs"] if r["variant"] == s["variant"]]
         for key in ("perplexity", "accuracy", "ece"):
@@ -66,6 +68,8 @@ def test_padding_waste_measured(recipe):
     assert sum(lens) == b["real_tokens"]
     assert padding_waste(lens, token_batches(lens, b["max_tokens"])) == pytest.approx(b["sorted"]["padding_waste"])
     assert_states(CODE, "填充浪费只有1.0%", "不排序是22.4%", "从34降到26")
+    assert_states(CH08 + "index.md", "从22.4%降到1.0%")
+    assert_states(CH08 + "questions.md", "排序后浪费1.0%，不排序22.4%")
 
 
 @pytest.mark.claim("ch08-beta2-measured", paper="§5.3 (β₂ = 0.98)", results="results/training-recipe.json",
