@@ -281,7 +281,10 @@ def test_first_adam_step_is_lr_for_every_gradient_scale():
     assert p[0].abs().item() == pytest.approx(lr / 2, rel=1e-6)
     for beta2, expected in ((0.98, 0.707), (0.999, 3.16)):
         assert round((1 - 0.9) / math.sqrt(1 - beta2), 3 if beta2 == 0.98 else 2) == expected
-    assert_states(OPTIMIZER, "0.707", "3.16")
+    # ε = 1e−9 在 float16 里下溢为 0：最小正数（次正规数）是 2^−24 ≈ 6e−8
+    assert torch.tensor(1e-9, dtype=torch.float16).item() == 0.0
+    assert round(2.0 ** -24, 8) == 6e-8 and torch.tensor(2.0 ** -24, dtype=torch.float16).item() > 0
+    assert_states(OPTIMIZER, "0.707", "3.16", r"约6\times10^{-8}")
 
 
 @pytest.mark.claim("ch08-beta2-window", paper="§5.3 (β₂ = 0.98)", title="β₂ 决定 v 记得多久",
