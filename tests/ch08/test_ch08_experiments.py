@@ -142,6 +142,9 @@ def test_renderer_writes_every_file(tmp_path, recipe):
     assert "| 论文 | 1.885（1.620–2.124） | 79.9%（71.7–86.5） | 0.109 |" in table
     assert "| 不排序（随机顺序） | 34 | 22.4% |" in (tmp_path / "training-batching.md").read_text(encoding="utf-8")
     assert "6.988e-04" in (tmp_path / "lr-schedule.md").read_text(encoding="utf-8")
+    ch08_training.render_long_table(data + [{**load_results(LONG), "_file": "results/training-recipe-long.json"}], tmp_path)
+    assert "| ε_ls = 0，1600 步 | 1.043（1.024–1.053） | 98.7%（98.3–99.3） |" in (
+        tmp_path / "training-recipe-long.md").read_text(encoding="utf-8")
     ch08_training.render_recipe_table([], tmp_path)
     assert "尚无测量结果" in (tmp_path / "training-recipe.md").read_text(encoding="utf-8")
 

@@ -111,11 +111,11 @@ def render_long_table(results: list[dict], out_dir: Path) -> None:
     for s in long["summary"]:
         (f,) = [x for x in full["summary"] if x["variant"] == s["variant"]]
         for x, n in ((f, steps[0]), (s, steps[1])):
-            rows.append([SHORT[s["variant"]], n, _spread(x, "perplexity", False), _spread(x, "accuracy", True)])
+            rows.append([f"{SHORT[s['variant']]}，{n} 步", _spread(x, "perplexity", False), _spread(x, "accuracy", True)])
     text = (f"两次运行只差步数（{steps[0]} 对 {steps[1]}），其余设置与种子 {long['config']['seeds']} 相同；"
             "评估集上的困惑度与准确率，均值（各种子的最小–最大）。\n\n")
     write_text(out_dir, "training-recipe-long.md",
-               text + md_table(["变体", "步数", "困惑度", "准确率"], rows) + "\n" + md_caption(full, long))
+               text + md_table(["变体与步数", "困惑度", "准确率"], rows) + "\n" + md_caption(full, long))
 
 
 RENDERERS = [render_schedule_figure, render_schedule_table, render_recipe_table, render_batching_table,
