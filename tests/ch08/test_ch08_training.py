@@ -393,7 +393,8 @@ def test_table2_cost_is_gpu_time_times_capacity():
     assert round(base / 1e18, 2) == 3.28 and round(base / 1e18, 1) == 3.3
     assert round(big / 1e19, 2) == 2.30
     assert round(0.4 * 100_000 / 3600, 1) == 11.1 and round(1.0 * 300_000 / 86400, 2) == 3.47
-    assert_states(DERIVATION, r"9.5\times10^{12}=3.28\times10^{18}", r"9.5\times10^{12}=2.30\times10^{19}",
+    assert_states(DERIVATION, r"3600s\times9.5\times10^{12}\\&=3.28\times10^{18}",
+                  r"86400s\times9.5\times10^{12}\\&=2.30\times10^{19}",
                   "0.4s×100K步=11.1h", "1.0s×300K步=3.47天")
 
 
