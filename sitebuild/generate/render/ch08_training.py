@@ -1,0 +1,122 @@
+"""第 08 章的图表：results/lr-schedule.json 与 results/training-recipe*.json → docs/generated/。
+
+- lr-schedule.svg         公式 (3) 的学习率曲线，base 与 big（warmup 4000）
+- lr-schedule.md          这张图的设定与两个峰值（由 snippets.training.noam_lr 算出，不是测量）
+- training-recipe.md      三种变体（论文设置、去掉标签平滑、β₂ = 0.999）在评估集上的困惑度、准确率、ECE，
+                          以及 β₂ 探针（v̂ 与最近梯度平方之比）
+- training-batching.md    同一个训练集按长度分批与不排序装批的批数与填充浪费
+- training-recipe-long.md long 预设（4 倍步数）与 full 并排：标签平滑的两种变体
+
+没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_below, md_caption, md_table, new_figure,
+                                              pick, placeholder_svg, save_svg, series_style, write_text)
+
+VARIANT_LABELS = {"paper": "论文设置（ε_ls 0.1，β₂ 0.98）", "no-ls": "去掉标签平滑（ε_ls 0）",
+                  "beta2-999": "β₂ = 0.999（ε_ls 0.1）"}
+SHORT = {"paper": "论文", "no-ls": "ε_ls = 0", "beta2-999": "β₂ 0.999"}
+
+
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def render_schedule_figure(results: list[dict], out_dir: Path) -> None:
+    r = pick(results, "lr-schedule")
+    if r is None:
+        placeholder_svg(out_dir, "lr-schedule.svg", "论文公式 (3) 的学习率")
+        return
+    c = r["config"]
+    fig, ax = new_figure(FIG_WIDTH, 3.0)
+    for i, (name, d) in enumerate(c["models"].items()):
+        ax.plot([s / 1000 for s in r["steps"]], [1e4 * x for x in r["lr"][name]], markevery=40,
+                label=f"{name}（d_model = {d}），峰值 {1e4 * r['peak'][name]:.2f}", **series_style(i))
+    ax.axvline(c["warmup"] / 1000, color="#888888", linewidth=0.8, linestyle=":")
+    ax.set_xlabel("训练步数（千步）")
+    ax.set_ylabel("学习率（×10⁻⁴）")
+    ax.set_title(f"warmup_steps = {c['warmup']}（点线）\n之前线性上升，之后按 1/√step 下降")
+    legend_below(ax)
+    save_svg(fig, out_dir / "lr-schedule.svg", sources=[r])
+
+
+def render_schedule_table(results: list[dict], out_dir: Path) -> None:
+    r = pick(results, "lr-schedule")
+    if r is None:
+        write_text(out_dir, "lr-schedule.md", NO_RESULTS)
+        return
+    c = r["config"]
+    rows = [[name, d, f"{r['peak'][name]:.3e}", f"{r['lr'][name][-1]:.3e}"] for name, d in c["models"].items()]
+    text = (f"warmup_steps = {c['warmup']}；曲线每 {c['every']} 步取一个点，到第 {c['max_step']:,} 步。"
+            f"这些数由 `snippets/training.py` 的 `noam_lr` 算出，不是测量。\n\n")
+    head = ["模型", "d_model", "峰值", f"第 {c['max_step'] // 1000}K 步"]
+    write_text(out_dir, "lr-schedule.md", text + md_table(head, rows) + "\n" + md_caption(r))
+
+
+def _spread(s: dict, key: str, pct: bool) -> str:
+    f = _pct if pct else (lambda x: f"{x:.3f}")
+    lo, hi = s[f"{key}_min"], s[f"{key}_max"]
+    inner = f"{100 * lo:.1f}–{100 * hi:.1f}" if pct else f"{lo:.3f}–{hi:.3f}"
+    return f"{f(s[f'{key}_mean'])}（{inner}）"
+
+
+def _setup(r: dict) -> str:
+    t, c = r["task"], r["config"]
+    return (f"任务：倒序，{t['vocab_size'] - 2} 个符号，句长取自 `{t['length_source'].split()[0]}` 的词数（{t['min_length']}–"
+            f"{t['max_length']}）；读者的 Transformer，d_model = {t['d_model']}，{t['num_layers']} + {t['num_layers']} 层，"
+            f"{t['num_heads']} 头，post-LN，dropout {t['dropout']}；训练集固定 {c['n_train']} 对、评估集另 {c['n_eval']} 对；"
+            f"按长度分批，每批填充后 ≤ {c['max_tokens']} 个词元；学习率 {c['lr_scale']} × noam_lr(step, {t['d_model']}, "
+            f"{c['warmup']})；{c['steps']} 步，种子 {c['seeds']}；单线程 CPU。")
+
+
+def render_recipe_table(results: list[dict], out_dir: Path) -> None:
+    r = pick(results, "training-recipe")
+    if r is None:
+        write_text(out_dir, "training-recipe.md", NO_RESULTS)
+        return
+    head = ["变体", "困惑度", "准确率", "ECE"]
+    rows = [[SHORT[s["variant"]], _spread(s, "perplexity", False), _spread(s, "accuracy", True),
+             f"{s['ece_mean']:.3f}"] for s in r["summary"]]
+    probe = "；".join(f"{SHORT[s['variant']]} {s['v_hat_ratio_mean']:.2f}" for s in r["summary"])
+    text = (_setup(r) + "评估集上教师强制：困惑度只含 −log p_y（不含平滑项），写作均值（各种子的最小–最大）；"
+            "ECE 是 10 个置信度区间的期望校准误差，各种子的均值。\n\n")
+    tail = (f"\nβ₂ 探针（训练结束时 Σ v̂ 与最近 {r['config']['grad_window']} 步 ‖g‖² 均值之比，各种子的均值）：{probe}。\n\n")
+    write_text(out_dir, "training-recipe.md", text + md_table(head, rows) + tail + md_caption(r))
+
+
+def render_batching_table(results: list[dict], out_dir: Path) -> None:
+    r = pick(results, "training-recipe")
+    if r is None:
+        write_text(out_dir, "training-batching.md", NO_RESULTS)
+        return
+    b = r["batching"]
+    rows = [["按长度排序", b["sorted"]["batches"], _pct(b["sorted"]["padding_waste"])],
+            ["不排序（随机顺序）", b["unsorted"]["batches"], _pct(b["unsorted"]["padding_waste"])]]
+    text = (f"实验的训练集（种子 0）：{b['n_examples']} 个样本，共 {b['real_tokens']:,} 个真实词元，每批填充后 ≤ "
+            f"{b['max_tokens']} 个词元，由 `token_batches` 装批。\n\n")
+    write_text(out_dir, "training-batching.md", text + md_table(["装批方式", "批数", "填充浪费"], rows) + "\n" + md_caption(r))
+
+
+def render_long_table(results: list[dict], out_dir: Path) -> None:
+    long, full = pick(results, "training-recipe", ("long",)), pick(results, "training-recipe", ("full",))
+    if long is None or full is None:
+        write_text(out_dir, "training-recipe-long.md", NO_RESULTS)
+        return
+    steps = (full["config"]["steps"], long["config"]["steps"])
+    rows = []
+    for s in long["summary"]:
+        (f,) = [x for x in full["summary"] if x["variant"] == s["variant"]]
+        for x, n in ((f, steps[0]), (s, steps[1])):
+            rows.append([f"{SHORT[s['variant']]}，{n} 步", _spread(x, "perplexity", False), _spread(x, "accuracy", True)])
+    text = (f"两次运行只差步数（{steps[0]} 对 {steps[1]}），其余设置与种子 {long['config']['seeds']} 相同；"
+            "评估集上的困惑度与准确率，均值（各种子的最小–最大）。\n\n")
+    write_text(out_dir, "training-recipe-long.md",
+               text + md_table(["变体与步数", "困惑度", "准确率"], rows) + "\n" + md_caption(full, long))
+
+
+RENDERERS = [render_schedule_figure, render_schedule_table, render_recipe_table, render_batching_table,
+             render_long_table]
