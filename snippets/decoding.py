@@ -183,14 +183,19 @@ def tokenize_13a(line):
     return line.split()
 
 
+def split_compounds(line):
+    """tensor2tensor 的 EN-DE 评测脚本（get_ende_bleu.sh）的一步：把连字符复合词 a-b 拆成 a ##AT##-##AT## b。"""
+    return re.sub(r"(\S)-(\S)", r"\1 ##AT##-##AT## \2", line)
+
+
 def ngrams(tokens, n):
     """tokens 里所有 n 元组及其次数。"""
     return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
 
 
-def bleu_statistics(hypothesis, reference, max_order=4):
+def bleu_statistics(hypothesis, reference, max_order=4, tokenize=tokenize_13a):
     """一个句子的充分统计量：假设长度 c、参考长度 r、各阶裁剪后的匹配数与总 n 元组数。"""
-    hyp, ref = tokenize_13a(hypothesis), tokenize_13a(reference)
+    hyp, ref = tokenize(hypothesis), tokenize(reference)
     matches, totals = [], []
     for n in range(1, max_order + 1):
         h, r = ngrams(hyp, n), ngrams(ref, n)
@@ -199,11 +204,12 @@ def bleu_statistics(hypothesis, reference, max_order=4):
     return len(hyp), len(ref), matches, totals
 
 
-def corpus_bleu(hypotheses, references, max_order=4):
+def corpus_bleu(hypotheses, references, max_order=4, tokenize=tokenize_13a):
     """语料级 BLEU（0–100）：先把所有句子的统计量加起来，再算精确率、几何平均与简短惩罚。
 
-    与 sacrebleu.corpus_bleu(hypotheses, [references]) 的默认设置相同：13a 分词、区分大小写、
+    默认与 sacrebleu.corpus_bleu(hypotheses, [references]) 相同：13a 分词、区分大小写、
     某阶匹配数为 0 时用 'exp' 平滑（第 k 个为 0 的阶记作 1 / (2^k · 总数)）。
+    tokenize=str.split 是「已分词的 BLEU」（multi-bleu.perl 的做法：按空格切，不再分词）。
     """
     if len(hypotheses) != len(references):
         raise ValueError(f"hypotheses and references must have the same length, "
@@ -211,7 +217,7 @@ def corpus_bleu(hypotheses, references, max_order=4):
     c = r = 0
     matches, totals = [0] * max_order, [0] * max_order
     for hyp, ref in zip(hypotheses, references):
-        hyp_len, ref_len, m, t = bleu_statistics(hyp, ref, max_order)
+        hyp_len, ref_len, m, t = bleu_statistics(hyp, ref, max_order, tokenize)
         c, r = c + hyp_len, r + ref_len
         matches = [a + b for a, b in zip(matches, m)]
         totals = [a + b for a, b in zip(totals, t)]
