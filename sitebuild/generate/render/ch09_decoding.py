@@ -1,9 +1,9 @@
-"""第 09 章的图表：results/toy-translation.json（与 toy-translation-long.json）→ docs/generated/。
+"""第 09 章的图表：results/toy-translation.json（与 -early、-long 两个预设的文件）→ docs/generated/。
 
 - toy-translation.svg          五种解码方式的 BLEU：每个种子一个点，竖线是均值
 - toy-translation.md           同样的数字：BLEU（本章的 corpus_bleu）、与 sacreBLEU 的最大差、长度比 c/r、整句正确的比例
 - toy-translation-averaging.md 每个种子：最后一个检查点与最后 k 个的平均，测试集交叉熵与贪心、束搜索的 BLEU
-- toy-translation-long.md      long 预设（步数 3 倍）与 full 并排的 BLEU
+- toy-translation-budgets.md   early（300 步）、full（600 步）、long（1800 步）并排的 BLEU
 
 没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
 """
@@ -41,7 +41,7 @@ def render_figure(results: list[dict], out_dir: Path) -> None:
     for i, m in enumerate(methods):
         y = len(methods) - 1 - i
         bleu = [x["methods"][m]["bleu"] for x in r["runs"]]
-        ax.plot(bleu, [y] * len(bleu), linestyle="none", **series_style(i))
+        ax.plot(bleu, [y] * len(bleu), **{**series_style(i), "linestyle": "none"})
         mean = sum(bleu) / len(bleu)
         ax.plot([mean, mean], [y - 0.3, y + 0.3], color="#555555", linewidth=1.5)
     ax.set_yticks(range(len(methods)))
@@ -86,23 +86,27 @@ def render_averaging_table(results: list[dict], out_dir: Path) -> None:
     write_text(out_dir, "toy-translation-averaging.md", text + md_table(head, rows) + "\n" + md_caption(r))
 
 
-def render_long_table(results: list[dict], out_dir: Path) -> None:
-    long, full = pick(results, "toy-translation", ("long",)), pick(results, "toy-translation", ("full",))
-    if long is None or full is None:
-        write_text(out_dir, "toy-translation-long.md", NO_RESULTS)
+def render_budget_table(results: list[dict], out_dir: Path) -> None:
+    """early、full、long 三个预设并排：同样的设置与种子，只差训练步数。"""
+    runs = [r for r in (pick(results, "toy-translation", (p,)) for p in ("early", "full", "long")) if r is not None]
+    if len(runs) < 2 or not any(r["preset"] == "full" for r in runs):
+        write_text(out_dir, "toy-translation-budgets.md", NO_RESULTS)
         return
-    steps = (full["config"]["steps"], long["config"]["steps"])
-    head = ["解码", f"{steps[0]} 步", f"{steps[1]} 步"]
+    head = ["解码"] + [f"{r['config']['steps']} 步" for r in runs]
     rows = []
-    for s in long["summary"]:
-        (f,) = [x for x in full["summary"] if x["method"] == s["method"]]
-        rows.append([METHOD_LABELS[s["method"]]] + [f"{x['bleu_mean']:.2f}（{x['bleu_min']:.2f}–{x['bleu_max']:.2f}）"
-                                                    for x in (f, s)])
-    loss = [(x["test_loss"]["last"], x["test_loss"]["averaged"]) for x in long["runs"]]
-    text = (f"BLEU 均值（{len(long['runs'])} 个种子的最小–最大）。两次运行只差步数（{steps[0]} 对 {steps[1]}），其余设置与种子相同。"
-            f"{steps[1]} 步时测试集交叉熵（最后 → 平均）："
-            + "，".join(f"{a:.3f} → {b:.3f}" for a, b in loss) + "。\n\n")
-    write_text(out_dir, "toy-translation-long.md", text + md_table(head, rows) + "\n" + md_caption(full, long))
+    for method in METHOD_LABELS:
+        cells = []
+        for r in runs:
+            (s,) = [x for x in r["summary"] if x["method"] == method]
+            cells.append(f"{s['bleu_mean']:.2f}（{s['bleu_min']:.2f}–{s['bleu_max']:.2f}）")
+        rows.append([METHOD_LABELS[method]] + cells)
+    loss = []
+    for r in runs:
+        better = sum(x["test_loss"]["averaged"] < x["test_loss"]["last"] for x in r["runs"])
+        loss.append(f"{r['config']['steps']} 步 {better}/{len(r['runs'])}")
+    text = (f"BLEU 均值（{len(runs[0]['runs'])} 个种子的最小–最大）。几次运行只差训练步数，其余设置、种子与测试集都相同。"
+            f"平均检查点的测试集交叉熵低于最后一个检查点的种子数：" + "，".join(loss) + "。\n\n")
+    write_text(out_dir, "toy-translation-budgets.md", text + md_table(head, rows) + "\n" + md_caption(*runs))
 
 
-RENDERERS = [render_figure, render_table, render_averaging_table, render_long_table]
+RENDERERS = [render_figure, render_table, render_averaging_table, render_budget_table]
