@@ -92,6 +92,14 @@ def test_beam_search_equals_exhaustive_search_when_the_beam_covers_everything():
             early += step.calls < max_len                 # stopped before max_len steps
     assert n_sequences == 31
     assert early > 0
+    # a case built for the stopping rule: after step 1 the finished [eos] (0.55) beats the alive A (0.45) at the
+    # current length, but A B B B B eos wins once the length penalty (α = 1) rewards its length
+    EOS, A, B, BOS = range(4)
+    table = {(): {EOS: 0.55, A: 0.45}, **{(A,) + (B,) * i: {B: 0.99, EOS: 0.01} for i in range(4)}}
+    step = table_step(table, 4)
+    truth, _ = exhaustive_search(step, BOS, EOS, 3, 6, 1.0)
+    assert truth == [A, B, B, B, B, EOS]
+    assert beam_search(step, BOS, EOS, beam_size=2, max_len=6, alpha=1.0) == truth
 
 
 @pytest.mark.claim("ch09-search-space", paper="§6.1",
@@ -120,7 +128,7 @@ def test_greedy_loses_to_a_beam_of_two():
     def prob(seq):
         return math.exp(sum(step(torch.tensor([[BOS] + seq[:t]]))[0, tok].item() for t, tok in enumerate(seq)))
     assert prob(greedy) == pytest.approx(0.24) and prob(beam) == pytest.approx(0.36)
-    assert_states(DERIVATION, "0.24", "0.36")
+    assert_states(DERIVATION, "0.6\\times0.4\\times1=0.24", "0.4\\times0.9=0.36")
 
 
 @pytest.mark.claim("ch09-length-penalty", paper="§6.1; GNMT §7",
@@ -494,4 +502,5 @@ def test_table2_fractions():
     assert ratios == {"MoE": 0.19, "GNMT + RL": 0.16, "ConvS2S": 0.15} and max(ratios.values()) < 0.25
     assert round(28.4 - 26.36, 2) == 2.04
     assert round(float(f"{base:.1e}") / 9.6e18, 2) == 0.34
-    assert_states(INDEX, "0.19", "0.16", "0.15", "2.04", "0.34")
+    assert_states(INDEX, "MoE（1.2·10²⁰）的0.19", "GNMT+RL（1.4·10²⁰）的0.16", "ConvS2S（1.5·10²⁰）的0.15",
+                  "28.4-26.36=2.04", "ConvS2S（9.6·10¹⁸）的0.34")
