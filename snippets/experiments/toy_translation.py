@@ -21,10 +21,11 @@ sacreBLEU 各算一遍：
               每种方法记下本章的 BLEU、sacreBLEU、简短惩罚用的长度比 c/r、整句完全正确的比例，
               以及（检查点平均的）测试集上的交叉熵。
 
-预设：tiny（测试用，几秒，结论没有意义）、quick（2 个种子，300 步，60 句，约 1 分钟）、full（3 个种子，600 步，
-150 句，页面用它，单独运行约 4 分钟）、early（同 full，步数减半为 300，写 results/toy-translation-early.json）、
-long（同 full，步数 3 倍为 1800，约 8 分钟，写 results/toy-translation-long.json）。early 与 long 回答「训练预算
-不同，读法会不会变」：解码方式的差别取决于模型的分布有多尖。
+预设：tiny（测试用，几秒，结论没有意义）、quick（2 个种子，300 步，60 句，单独运行约 1 分钟）、full（3 个种子，
+600 步，150 句，页面用它）、early（同 full，步数减半为 300，写 results/toy-translation-early.json）、long（同 full，
+步数 3 倍为 1800，写 results/toy-translation-long.json）。early 与 long 回答「训练预算不同，读法会不会变」。
+本章提交的三次运行是在另一个实验与测试同时占用这 2 个核时跑的（负载 4–7）：early 348 s、full 390 s、
+long 945 s（结果文件的 provenance 记着运行时间与负载）；单独运行的时间没有量。
 
 运行：python -m snippets.experiments.toy_translation --preset full   （CPU，单线程）
 """

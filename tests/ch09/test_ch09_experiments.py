@@ -83,6 +83,31 @@ def test_checkpoint_averaging_results(full):
     assert_states(CODE, "每个种子上都降低了测试集交叉熵", "3个种子中的2个上升")
 
 
+@pytest.mark.claim("ch09-toy-budgets", paper="§6.1", results="results/toy-translation-early.json",
+                   title="玩具翻译：训练预算不同，读法不同",
+                   text="只改训练步数（300、600、1800，3 个种子）：300 步时束宽 4 在每个种子上都高于贪心（+0.94 到 +1.40），"
+                        "α = 0.6 在每个种子上都不低于 α = 0，检查点平均在每个种子上都升高交叉熵、降低 BLEU；"
+                        "1800 步时五种方法都 ≥ 99.87，平均检查点的两种在每个种子上都是 100，平均在每个种子上都降低交叉熵")
+def test_training_budgets(full):
+    early, long = committed(EARLY, "early"), committed(LONG, "long")
+    assert (early["config"]["steps"], full["config"]["steps"], long["config"]["steps"]) == (300, 600, 1800)
+    assert early["config"]["seeds"] == full["config"]["seeds"] == long["config"]["seeds"]
+    gains = []
+    for r in early["runs"]:
+        m = r["methods"]
+        gains.append(m["beam4"]["bleu"] - m["greedy"]["bleu"])
+        assert m["beam4-lp"]["bleu"] >= m["beam4"]["bleu"]
+        assert r["test_loss"]["averaged"] > r["test_loss"]["last"]
+        assert m["avg-greedy"]["bleu"] < m["greedy"]["bleu"] and m["avg-beam4-lp"]["bleu"] < m["beam4-lp"]["bleu"]
+    assert (round(min(gains), 2), round(max(gains), 2)) == (0.94, 1.40)
+    assert round(summary(early, "greedy")["bleu_mean"], 2) == 89.12
+    for r in long["runs"]:
+        assert all(m["bleu"] >= 99.87 for m in r["methods"].values())
+        assert r["methods"]["avg-greedy"]["bleu"] == r["methods"]["avg-beam4-lp"]["bleu"] == pytest.approx(100)
+        assert r["test_loss"]["averaged"] < r["test_loss"]["last"]
+    assert_states(CODE, "贪心89.12BLEU", "+0.94到+1.40BLEU", "不低于99.87BLEU")
+
+
 def test_grammar_gives_a_real_reference():
     import torch
     gen = torch.Generator().manual_seed(0)

@@ -15,8 +15,10 @@ from pathlib import Path
 from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, md_caption, md_table, new_figure, pick,
                                               placeholder_svg, save_svg, series_style, write_text)
 
-METHOD_LABELS = {"greedy": "贪心", "beam4": "束宽 4，α = 0", "beam4-lp": "束宽 4，α = 0.6",
-                 "avg-greedy": "平均检查点 + 贪心", "avg-beam4-lp": "平均检查点 + 束宽 4，α = 0.6"}
+# 短标签：手机上表格不必横向滚动。「束 4」= 束宽 4；「平均」= 最后 k 个检查点的平均
+METHOD_LABELS = {"greedy": "贪心", "beam4": "束 4，α=0", "beam4-lp": "束 4，α=0.6",
+                 "avg-greedy": "平均 + 贪心", "avg-beam4-lp": "平均 + 束 4，α=0.6"}
+LEGEND = "「束 4」是束宽 4 的束搜索，α 是长度惩罚的指数；「平均」是最后 k 个检查点的平均，其余方法用最后一个检查点。"
 
 
 def _setup(r: dict) -> str:
@@ -57,14 +59,14 @@ def render_table(results: list[dict], out_dir: Path) -> None:
     if r is None:
         write_text(out_dir, "toy-translation.md", NO_RESULTS)
         return
-    head = ["解码", "BLEU 均值（最小–最大）", "c/r", "整句全对"]
+    head = ["解码", "BLEU（最小–最大）", "c/r", "全对"]
     rows = [[METHOD_LABELS[s["method"]], f"{s['bleu_mean']:.2f}（{s['bleu_min']:.2f}–{s['bleu_max']:.2f}）",
              f"{s['length_ratio_mean']:.3f}", f"{100 * s['exact_match_mean']:.1f}%"] for s in r["summary"]]
     diff = max(abs(m["bleu"] - m["sacrebleu"]) for x in r["runs"] for m in x["methods"].values())
     sig = r["runs"][0]["methods"]["greedy"]["signature"]
     text = (_setup(r) + f"\n\nBLEU 由本章的 `corpus_bleu` 算出；sacreBLEU（签名 `{sig}`）对每个种子、每种解码给出的分数与它"
-            f"最多相差 {diff:.1e}。c/r 是译文总词数与参考总词数之比（简短惩罚用的就是它），「整句全对」是与参考逐字相同的句子比例，"
-            f"都是各种子的均值。\n\n")
+            f"最多相差 {diff:.1e}。BLEU 是各种子的均值（括号里是最小–最大）；c/r 是译文总词数与参考总词数之比（简短惩罚用的就是它），"
+            f"「全对」是与参考逐字相同的句子比例，都是各种子的均值。{LEGEND}\n\n")
     write_text(out_dir, "toy-translation.md", text + md_table(head, rows) + "\n" + md_caption(r))
 
 
@@ -74,7 +76,7 @@ def render_averaging_table(results: list[dict], out_dir: Path) -> None:
         write_text(out_dir, "toy-translation-averaging.md", NO_RESULTS)
         return
     k = r["config"]["average_k"]
-    head = ["种子", "交叉熵：最后 → 平均", "贪心 BLEU：最后 → 平均", "束 4 BLEU：最后 → 平均"]
+    head = ["种子", "交叉熵", "贪心 BLEU", "束 4 BLEU"]
     rows = []
     for x in r["runs"]:
         m = x["methods"]
@@ -82,8 +84,12 @@ def render_averaging_table(results: list[dict], out_dir: Path) -> None:
                      f"{m['greedy']['bleu']:.2f} → {m['avg-greedy']['bleu']:.2f}",
                      f"{m['beam4-lp']['bleu']:.2f} → {m['avg-beam4-lp']['bleu']:.2f}"])
     text = (f"「最后」是训练结束时的检查点，「平均」是最后 {k} 个检查点（每 {r['config']['ckpt_every']} 步一个）的逐元素平均；"
-            f"交叉熵在测试集的参考译文上算（教师强制，不带标签平滑），束搜索用 α = 0.6。\n\n")
+            f"每格是「最后 → 平均」；交叉熵在测试集的参考译文上算（教师强制，不带标签平滑），束搜索用 α = 0.6。\n\n")
     write_text(out_dir, "toy-translation-averaging.md", text + md_table(head, rows) + "\n" + md_caption(r))
+
+
+def _signed(values: list[float]) -> str:
+    return "、".join(f"{v:+.2f}".replace("-", "−") for v in values)
 
 
 def render_budget_table(results: list[dict], out_dir: Path) -> None:
@@ -95,18 +101,21 @@ def render_budget_table(results: list[dict], out_dir: Path) -> None:
     head = ["解码"] + [f"{r['config']['steps']} 步" for r in runs]
     rows = []
     for method in METHOD_LABELS:
-        cells = []
-        for r in runs:
-            (s,) = [x for x in r["summary"] if x["method"] == method]
-            cells.append(f"{s['bleu_mean']:.2f}（{s['bleu_min']:.2f}–{s['bleu_max']:.2f}）")
-        rows.append([METHOD_LABELS[method]] + cells)
-    loss = []
+        rows.append([METHOD_LABELS[method]] + [f"{[x for x in r['summary'] if x['method'] == method][0]['bleu_mean']:.2f}"
+                                               for r in runs])
+    lines = []
     for r in runs:
-        better = sum(x["test_loss"]["averaged"] < x["test_loss"]["last"] for x in r["runs"])
-        loss.append(f"{r['config']['steps']} 步 {better}/{len(r['runs'])}")
-    text = (f"BLEU 均值（{len(runs[0]['runs'])} 个种子的最小–最大）。几次运行只差训练步数，其余设置、种子与测试集都相同。"
-            f"平均检查点的测试集交叉熵低于最后一个检查点的种子数：" + "，".join(loss) + "。\n\n")
-    write_text(out_dir, "toy-translation-budgets.md", text + md_table(head, rows) + "\n" + md_caption(*runs))
+        seeds = r["runs"]
+        beam = [x["methods"]["beam4"]["bleu"] - x["methods"]["greedy"]["bleu"] for x in seeds]
+        lp = [x["methods"]["beam4-lp"]["bleu"] - x["methods"]["beam4"]["bleu"] for x in seeds]
+        avg = [x["methods"]["avg-beam4-lp"]["bleu"] - x["methods"]["beam4-lp"]["bleu"] for x in seeds]
+        loss = sum(x["test_loss"]["averaged"] < x["test_loss"]["last"] for x in seeds)
+        lines.append(f"- {r['config']['steps']} 步：束 4 减贪心 {_signed(beam)}；α=0.6 减 α=0 {_signed(lp)}；"
+                     f"平均减最后一个（束 4，α=0.6）{_signed(avg)}；平均降低测试集交叉熵的种子 {loss}/{len(seeds)}")
+    text = (f"BLEU 均值，{len(runs[0]['runs'])} 个种子。几次运行只差训练步数，其余设置、种子与测试集都相同。{LEGEND}\n\n"
+            + md_table(head, rows) + "\n每个种子（种子 " + "、".join(str(x["seed"]) for x in runs[0]["runs"])
+            + " 依次）的 BLEU 差：\n\n" + "\n".join(lines) + "\n\n")
+    write_text(out_dir, "toy-translation-budgets.md", text + md_caption(*runs))
 
 
 RENDERERS = [render_figure, render_table, render_averaging_table, render_budget_table]
