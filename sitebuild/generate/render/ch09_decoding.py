@@ -1,0 +1,121 @@
+"""第 09 章的图表：results/toy-translation.json（与 -early、-long 两个预设的文件）→ docs/generated/。
+
+- toy-translation.svg          五种解码方式的 BLEU：每个种子一个点，竖线是均值
+- toy-translation.md           同样的数字：BLEU（本章的 corpus_bleu）、与 sacreBLEU 的最大差、长度比 c/r、整句正确的比例
+- toy-translation-averaging.md 每个种子：最后一个检查点与最后 k 个的平均，测试集交叉熵与贪心、束搜索的 BLEU
+- toy-translation-budgets.md   early（300 步）、full（600 步）、long（1800 步）并排的 BLEU
+
+没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, md_caption, md_table, new_figure, pick,
+                                              placeholder_svg, save_svg, series_style, write_text)
+
+# 短标签：手机上表格不必横向滚动。「束 4」= 束宽 4；「平均」= 最后 k 个检查点的平均
+METHOD_LABELS = {"greedy": "贪心", "beam4": "束 4，α=0", "beam4-lp": "束 4，α=0.6",
+                 "avg-greedy": "平均 + 贪心", "avg-beam4-lp": "平均 + 束 4，α=0.6"}
+LEGEND = "「束 4」是束宽 4 的束搜索，α 是长度惩罚的指数；「平均」是最后 k 个检查点的平均，其余方法用最后一个检查点。"
+
+
+def _setup(r: dict) -> str:
+    c, t = r["config"], r["task"]
+    seen = max(x["test_sentences_seen_in_training"] for x in r["runs"])
+    return (f"任务：合成语法的 SVO → SOV 翻译（形容词后置、副词跟主语、动词到句末），共享词表 {t['vocab_size']} 个词；"
+            f"读者的 Transformer，d_model = {t['d_model']}，编码器、解码器各 {t['num_layers']} 层，{t['num_heads']} 头，"
+            f"d_ff = {t['d_ff']}，dropout {t['dropout']}，标签平滑 {t['label_smoothing']}；{c['optimizer']}，峰值学习率 {c['lr']}，"
+            f"预热 {c['warmup_steps']} 步后按步数的 −1/2 次方衰减，批大小 {c['batch_size']} 句，{c['steps']} 步，"
+            f"种子 {c['seeds']}；最后 {c['ckpt_last']} 步里每 {c['ckpt_every']} 步存一个检查点，平均最后 {c['average_k']} 个。"
+            f"测试集 {c['test_sentences']} 句（另一个种子抽样；训练流里出现过的比例最多 {100 * seen:.0f}%），"
+            f"最大输出长度 = 输入长度 + {c['max_extra']}；单线程 CPU。")
+
+
+def render_figure(results: list[dict], out_dir: Path) -> None:
+    r = pick(results, "toy-translation")
+    if r is None:
+        placeholder_svg(out_dir, "toy-translation.svg", "玩具翻译任务上五种解码方式的 BLEU")
+        return
+    methods = [s["method"] for s in r["summary"]]
+    fig, ax = new_figure(FIG_WIDTH, 3.2)
+    for i, m in enumerate(methods):
+        y = len(methods) - 1 - i
+        bleu = [x["methods"][m]["bleu"] for x in r["runs"]]
+        ax.plot(bleu, [y] * len(bleu), **{**series_style(i), "linestyle": "none"})
+        mean = sum(bleu) / len(bleu)
+        ax.plot([mean, mean], [y - 0.3, y + 0.3], color="#555555", linewidth=1.5)
+    ax.set_yticks(range(len(methods)))
+    ax.set_yticklabels([METHOD_LABELS[m] for m in reversed(methods)])
+    ax.set_xlabel("BLEU（本章的 corpus_bleu，与 sacreBLEU 相同）")
+    ax.set_title(f"{len(r['runs'])} 个种子各一个点，竖线是均值\n{r['config']['steps']} 步，测试集 "
+                 f"{r['config']['test_sentences']} 句")
+    save_svg(fig, out_dir / "toy-translation.svg", sources=[r])
+
+
+def render_table(results: list[dict], out_dir: Path) -> None:
+    r = pick(results, "toy-translation")
+    if r is None:
+        write_text(out_dir, "toy-translation.md", NO_RESULTS)
+        return
+    head = ["解码", "BLEU（最小–最大）", "c/r", "全对"]
+    rows = [[METHOD_LABELS[s["method"]], f"{s['bleu_mean']:.2f}（{s['bleu_min']:.2f}–{s['bleu_max']:.2f}）",
+             f"{s['length_ratio_mean']:.3f}", f"{100 * s['exact_match_mean']:.1f}%"] for s in r["summary"]]
+    diff = max(abs(m["bleu"] - m["sacrebleu"]) for x in r["runs"] for m in x["methods"].values())
+    sig = r["runs"][0]["methods"]["greedy"]["signature"]
+    text = (_setup(r) + f"\n\nBLEU 由本章的 `corpus_bleu` 算出；sacreBLEU（签名 `{sig}`）对每个种子、每种解码给出的分数与它"
+            f"最多相差 {diff:.1e}。BLEU 是各种子的均值（括号里是最小–最大）；c/r 是译文总词数与参考总词数之比（简短惩罚用的就是它），"
+            f"「全对」是与参考逐字相同的句子比例，都是各种子的均值。{LEGEND}\n\n")
+    write_text(out_dir, "toy-translation.md", text + md_table(head, rows) + "\n" + md_caption(r))
+
+
+def render_averaging_table(results: list[dict], out_dir: Path) -> None:
+    r = pick(results, "toy-translation")
+    if r is None:
+        write_text(out_dir, "toy-translation-averaging.md", NO_RESULTS)
+        return
+    k = r["config"]["average_k"]
+    head = ["种子", "交叉熵", "贪心 BLEU", "束 4 BLEU"]
+    rows = []
+    for x in r["runs"]:
+        m = x["methods"]
+        rows.append([x["seed"], f"{x['test_loss']['last']:.3f} → {x['test_loss']['averaged']:.3f}",
+                     f"{m['greedy']['bleu']:.2f} → {m['avg-greedy']['bleu']:.2f}",
+                     f"{m['beam4-lp']['bleu']:.2f} → {m['avg-beam4-lp']['bleu']:.2f}"])
+    text = (f"「最后」是训练结束时的检查点，「平均」是最后 {k} 个检查点（每 {r['config']['ckpt_every']} 步一个）的逐元素平均；"
+            f"每格是「最后 → 平均」；交叉熵在测试集的参考译文上算（教师强制，不带标签平滑），束搜索用 α = 0.6。\n\n")
+    write_text(out_dir, "toy-translation-averaging.md", text + md_table(head, rows) + "\n" + md_caption(r))
+
+
+def _signed(values: list[float]) -> str:
+    return "、".join(f"{v:+.2f}".replace("-", "−") for v in values)
+
+
+def render_budget_table(results: list[dict], out_dir: Path) -> None:
+    """early、full、long 三个预设并排：同样的设置与种子，只差训练步数。"""
+    runs = [r for r in (pick(results, "toy-translation", (p,)) for p in ("early", "full", "long")) if r is not None]
+    if len(runs) < 2 or not any(r["preset"] == "full" for r in runs):
+        write_text(out_dir, "toy-translation-budgets.md", NO_RESULTS)
+        return
+    head = ["解码"] + [f"{r['config']['steps']} 步" for r in runs]
+    rows = []
+    for method in METHOD_LABELS:
+        rows.append([METHOD_LABELS[method]] + [f"{[x for x in r['summary'] if x['method'] == method][0]['bleu_mean']:.2f}"
+                                               for r in runs])
+    lines = []
+    for r in runs:
+        seeds = r["runs"]
+        beam = [x["methods"]["beam4"]["bleu"] - x["methods"]["greedy"]["bleu"] for x in seeds]
+        lp = [x["methods"]["beam4-lp"]["bleu"] - x["methods"]["beam4"]["bleu"] for x in seeds]
+        avg = [x["methods"]["avg-beam4-lp"]["bleu"] - x["methods"]["beam4-lp"]["bleu"] for x in seeds]
+        loss = sum(x["test_loss"]["averaged"] < x["test_loss"]["last"] for x in seeds)
+        lines.append(f"- {r['config']['steps']} 步：束 4 减贪心 {_signed(beam)}；α=0.6 减 α=0 {_signed(lp)}；"
+                     f"平均减最后一个（束 4，α=0.6）{_signed(avg)}；平均降低测试集交叉熵的种子 {loss}/{len(seeds)}")
+    text = (f"BLEU 均值，{len(runs[0]['runs'])} 个种子。几次运行只差训练步数，其余设置、种子与测试集都相同。{LEGEND}\n\n"
+            + md_table(head, rows) + "\n每个种子（种子 " + "、".join(str(x["seed"]) for x in runs[0]["runs"])
+            + " 依次）的 BLEU 差：\n\n" + "\n".join(lines) + "\n\n")
+    write_text(out_dir, "toy-translation-budgets.md", text + md_caption(*runs))
+
+
+RENDERERS = [render_figure, render_table, render_averaging_table, render_budget_table]
