@@ -382,10 +382,12 @@ def page_fills(pdf: Path) -> list[float]:
 
 def short_pages(pdf: Path, min_fill: float = MIN_FILL) -> list[tuple[int, float]]:
     """(page, fill) of every page filled less than ``min_fill`` that does not end a chapter or a
-    part of the book (the next page starts one, :func:`part_starts`) and is not the cover or the last page."""
+    part of the book (the next page starts one, :func:`part_starts`, or a chapter of the cheat
+    sheet, which prints one chapter per page) and is not the cover or the last page."""
     fills = page_fills(pdf)
     names = set(part_starts())
-    starts = {page for page, name in destinations(pdf) if name in names}
+    starts = {page for page, name in destinations(pdf)
+              if name in names or re.fullmatch(r"cheatsheet--cheatsheet-ch\d\d", name)}
     return [(n, round(f, 2)) for n, f in enumerate(fills, start=1)
             if f < min_fill and n + 1 not in starts and 1 < n < len(fills)]
 

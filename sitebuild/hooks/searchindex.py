@@ -314,7 +314,8 @@ def glossary_homes(glossary: str) -> dict[str, list[str]]:
         # into one token it would still meet every query for its first word (the worker matches
         # query words as prefixes). A one-character name (头, 键, 熵) would meet every query that
         # segments to that character.
-        names = [n for n in dict.fromkeys(chinese + english) if len(n) > 1 and not re.search(r"\s", n)]
+        names = [html.unescape(plain_math(html.escape(n, quote=False))) for n in dict.fromkeys(chinese + english)]
+        names = [n for n in names if len(n) > 1 and not re.search(r"\s", n)]
         if names:
             known = homes.setdefault(_page_key(home), [])
             known += [n for n in names if n not in known]
@@ -348,6 +349,10 @@ def clean_entry(entry: dict, homes: dict[str, list[str]] | None = None) -> dict:
     location = entry["location"]
     if "#" in location and _under(location, ["errata"]):
         entry["text"] = erratum_text(entry["text"])
+    if "#" not in location and _under(location, ["verification/*"]):
+        # a chapter's claim list restates the titles its claims' own entries carry: the
+        # paragraphs stay, the table (its cells are no <p>) goes
+        entry["text"] = " ".join(re.findall(r"<p>.*?</p>", entry["text"], re.S))
     for page, boost in (SECTION_BOOST if "#" in location else PAGE_BOOST).items():
         if _under(location, [page]):
             entry["boost"] = boost

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.helpers import NAV_URLS, Recorder, new_context, switch_palette, wait_for_page
+from tests.browser.helpers import (NAV_URLS, Recorder, goto_ready_for_instant_navigation, new_context, switch_palette,
+                                  wait_for_page)
 
 CHAPTER = next(url for url in NAV_URLS if url.startswith("chapters/"))
 
@@ -102,8 +103,7 @@ def test_stylesheets_are_fetched_once_and_survive_instant_navigation(chromium_br
     page = ctx.new_page()
     rec = Recorder(page)
     try:
-        page.goto(site_url)
-        wait_for_page(page)
+        goto_ready_for_instant_navigation(page, site_url)  # a click before Material intercepts it reloads
         late = page.evaluate("window.__lateWrites.stylesheet")
         assert not late, f"stylesheet links re-assigned after the content was parsed (a whole-page restyle): {late}"
         hrefs = page.evaluate("[...document.querySelectorAll('link[rel=stylesheet]')].map(l => l.getAttribute('href'))")
