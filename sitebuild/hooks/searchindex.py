@@ -338,6 +338,9 @@ def erratum_text(text: str) -> str:
     return m.group(1) if m else text
 
 
+CLAIM_RUN_AND_PAGES = re.compile("最近\u200b?一次\u200b?运行.*?(?=测试\u200b?：)", re.S)
+
+
 def clean_entry(entry: dict, homes: dict[str, list[str]] | None = None) -> dict:
     """One index entry as readers should meet it: plain math, no ¶, boosted, with spellings and
     the names of the glossary terms it explains (``homes``, :func:`glossary_homes`)."""
@@ -349,6 +352,10 @@ def clean_entry(entry: dict, homes: dict[str, list[str]] | None = None) -> dict:
     location = entry["location"]
     if "#" in location and _under(location, ["errata"]):
         entry["text"] = erratum_text(entry["text"])
+    if "#" in location and _under(location, ["verification/*"]):
+        # a claim is found by what it says and where the paper says it; its last run and the
+        # list of pages citing it are for the reader who opened it
+        entry["text"] = CLAIM_RUN_AND_PAGES.sub("", entry["text"])
     if "#" not in location and _under(location, ["verification/*"]):
         # a chapter's claim list restates the titles its claims' own entries carry: the
         # paragraphs stay, the table (its cells are no <p>) goes

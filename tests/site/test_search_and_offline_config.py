@@ -96,6 +96,13 @@ def test_clean_entry():
     claim = clean_entry({"location": "verification/#ch01-kv", "title": "KV 缓存 \\(d_{kv}\\)", "text": ""})
     assert claim == {"location": "verification/#ch01-kv", "title": "KV 缓存 d_kv", "text": "",
                      "boost": SECTION_BOOST["verification"]}
+    # a claim keeps what it says, where the paper says it and its test; not its last run or its pages
+    claim = clean_entry({"location": "verification/ch08/#ch08-x", "title": "t",
+                         "text": "<p>论断\u200b：甲 论文：§5 最近\u200b一次\u200b运行：✔ 通过（提交 <code>abc</code>） "
+                                 "出现\u200b在：第 08 章 测试\u200b：<code>tests/x.py::t</code></p>"})
+    assert claim["text"] == "<p>论断\u200b：甲 论文：§5 测试\u200b：<code>tests/x.py::t</code></p>"
+    page = clean_entry({"location": "verification/ch08/", "title": "t", "text": "<p>本章共 2 个论断</p> 论断 编号 a b"})
+    assert page["text"] == "<p>本章共 2 个论断</p>"
     # the offline edition's URLs (use_directory_urls: false) are matched the same way
     assert clean_entry({"location": "errata.html#ch01-x", "title": "", "text": ""})["boost"] == SECTION_BOOST["errata"]
     # a reference page's chapter pages rank below the chapter they are titled after; the index does not
