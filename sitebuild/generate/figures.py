@@ -55,15 +55,17 @@ def _sha(data: bytes) -> str:
 
 def inputs_digest(results_dir: Path = RESULTS_DIR) -> str:
     """One digest of everything a render reads: the results, the :data:`INPUTS` files, the chapter
-    titles, the library versions, and git's HEAD (the errata page names the commit that added each entry)."""
+    titles, the library versions, and the last commit of docs/errata.yml (the errata page names the
+    commit that added each entry, from that file's history; a commit elsewhere changes no render)."""
     files = sorted(Path(results_dir).resolve().glob("*.json"))
     files += sorted({p for pattern in INPUTS for p in ROOT.glob(pattern) if p.is_file()})
     parts = [str(Path(results_dir).resolve())]
     parts += [f"{p}:{_sha(p.read_bytes())}" for p in files]
     parts.append(json.dumps(chapters(), ensure_ascii=False))  # not the chapters' text: it changes often
     parts += [f"{lib}=={version(lib)}" for lib in LIBRARIES]
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True)
-    parts.append(f"git:{head.stdout.strip()}")
+    errata = subprocess.run(["git", "log", "-1", "--format=%H", "--", "docs/errata.yml"], cwd=ROOT,
+                            capture_output=True, text=True)
+    parts.append(f"git:{errata.stdout.strip()}")
     return _sha("\n".join(parts).encode())
 
 

@@ -185,3 +185,15 @@ def test_the_inputs_digest_covers_results_code_questions_and_chapter_titles(monk
     titles = {**figures.chapters(), "ch99": ("第 99 章 新的一章", "chapters/99-new/index.md")}
     monkeypatch.setattr(figures, "chapters", lambda: titles)
     assert figures.inputs_digest() != digest
+    # the errata page's commits come from docs/errata.yml's history: its last commit is an input,
+    # HEAD is not (a commit elsewhere re-rendered everything, 8 s of every make test-fast after it)
+    digest = figures.inputs_digest()
+    asked = []
+    real_run = figures.subprocess.run
+
+    def run(cmd, **kw):
+        asked.append(cmd)
+        return real_run(["echo", "another-commit"], **kw) if cmd[:2] == ["git", "log"] else real_run(cmd, **kw)
+
+    monkeypatch.setattr(figures.subprocess, "run", run)
+    assert figures.inputs_digest() != digest and asked == [["git", "log", "-1", "--format=%H", "--", "docs/errata.yml"]]
