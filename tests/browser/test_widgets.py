@@ -76,6 +76,11 @@ def test_attention_playground_computes_what_the_reader_code_computes(chromium_br
                 seen += 1
             _press(page, field["temperature"], "Home")
         assert seen == 8 * len(temps) == 40
+        # what the page says: without 1/√d_k (d_k = 4) the weights are those at half the temperature;
+        # with the causal mask the first query keeps all its weight on itself
+        assert _close(ch03_widget.reference_weights(False, 1.0, False, False),
+                      ch03_widget.reference_weights(True, 0.5, False, False))
+        assert ch03_widget.reference_weights(True, 1.0, True, False)[0][0] == 1.0
         # the query picker moves the bars to another row; the table shows two decimals
         _press(page, field["query"], "ArrowUp")
         got = _read(figure)

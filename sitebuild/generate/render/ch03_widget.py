@@ -27,6 +27,7 @@ import torch
 
 from sitebuild.generate.render._style import write_text
 from snippets.attention import causal_mask, scaled_dot_product_attention
+from snippets.softmax import softmax_jacobian, stable_softmax
 
 MD = "widget-attention.md"
 TOKENS = ["我", "爱", "读", "论文", "〈pad〉"]
@@ -78,30 +79,36 @@ def _bars(weights: list[list[float]], query: int) -> str:
     return f'<ul class="widget-bars" aria-label="查询「{html.escape(TOKENS[query])}」的权重">{items}</ul>'
 
 
+def _slider(label: str, name: str, values: list, value) -> str:
+    """A range over the positions of ``values`` (the value itself is shown and announced)."""
+    return (f'<label>{label} <input type="range" name="{name}" min="0" max="{len(values) - 1}" step="1" '
+            f'value="{values.index(value)}" aria-valuetext="{value:g}"> <output>{value:g}</output></label>')
+
+
+def _figure(name: str, scripts: str, data: str, controls: str, view: str, caption: str) -> str:
+    """A widget: its data for the script, its controls, its default state, kept out of the search index."""
+    return (f'<figure class="widget widget-{name}" data-widget="{name}" data-widget-src="{scripts}" '
+            f'data-search-exclude>'
+            f'<script type="application/json" class="widget-data">{data}</script>'
+            f'<div class="widget-controls">{controls}</div>{view}<figcaption>{caption}</figcaption></figure>\n')
+
+
 def widget_html() -> str:
     q, k = inputs()
     weights = reference_weights(DEFAULT["scale"], DEFAULT["temperature"], DEFAULT["causal"], DEFAULT["pad"])
     data = json.dumps({"tokens": TOKENS, "q": q, "k": k, "temperatures": TEMPERATURES, "default": DEFAULT},
                       ensure_ascii=False, separators=(",", ":"))
-    ticks = TEMPERATURES.index(DEFAULT["temperature"])
     options = "".join(f'<option value="{i}"{" selected" if i == DEFAULT["query"] else ""}>{html.escape(t)}</option>'
                       for i, t in enumerate(TOKENS))
-    controls = (
-        '<div class="widget-controls">'
-        '<label><input type="checkbox" name="scale" checked> 除以 √d<sub>k</sub></label>'
-        f'<label>温度 τ <input type="range" name="temperature" min="0" max="{len(TEMPERATURES) - 1}" step="1" '
-        f'value="{ticks}" aria-valuetext="{DEFAULT["temperature"]:g}"> <output>{DEFAULT["temperature"]:g}</output></label>'
-        '<label><input type="checkbox" name="causal"> 因果掩码</label>'
-        '<label><input type="checkbox" name="pad"> 最后一个词元是填充</label>'
-        f'<label>看哪个查询 <select name="query">{options}</select></label>'
-        '</div>')
-    return (f'<figure class="widget widget-attention" data-widget="attention" data-widget-src="{SCRIPTS}" '
-            f'data-search-exclude>'
-            f'<script type="application/json" class="widget-data">{data}</script>'
-            f'{controls}<div class="widget-view" aria-live="polite">{_heatmap(weights)}'
-            f'{_bars(weights, DEFAULT["query"])}</div>'
-            f'<figcaption>动手：注意力权重怎样随缩放、温度和掩码变化（Q、K 固定，d<sub>k</sub> = {D_K}）</figcaption>'
-            f'</figure>\n')
+    controls = ('<label><input type="checkbox" name="scale" checked> 除以 √d<sub>k</sub></label>'
+                + _slider("温度 τ", "temperature", TEMPERATURES, DEFAULT["temperature"])
+                + '<label><input type="checkbox" name="causal"> 因果掩码</label>'
+                '<label><input type="checkbox" name="pad"> 最后一个词元是填充</label>'
+                f'<label>看哪个查询 <select name="query">{options}</select></label>')
+    view = (f'<div class="widget-view" aria-live="polite">{_heatmap(weights)}'
+            f'{_bars(weights, DEFAULT["query"])}</div>')
+    return _figure("attention", SCRIPTS, data, controls, view,
+                   f"动手：注意力权重怎样随缩放、温度和掩码变化（Q、K 固定，d<sub>k</sub> = {D_K}）")
 
 
 def render_widget(results: list[dict], out_dir: Path) -> None:
@@ -127,8 +134,6 @@ def scores() -> list[float]:
 
 def reference_saturation(d_k: int, sigma: float) -> dict[str, dict]:
     """两种 logits 的 softmax、最大权重与 ‖J‖₂（读者代码的 stable_softmax、softmax_jacobian，float64）。"""
-    from snippets.softmax import softmax_jacobian, stable_softmax
-
     g = torch.tensor(scores(), dtype=torch.float64)
     out = {}
     for name, z in (("unscaled", sigma * math.sqrt(d_k) * g), ("scaled", sigma * g)):
@@ -161,22 +166,14 @@ def saturation_html() -> str:
     ref = reference_saturation(SAT_DEFAULT["d_k"], SAT_DEFAULT["sigma"])
     data = json.dumps({"g": scores(), "d_k": D_K_VALUES, "sigma": SIGMAS, "default": SAT_DEFAULT},
                       separators=(",", ":"))
-    d_i, s_i = D_K_VALUES.index(SAT_DEFAULT["d_k"]), SIGMAS.index(SAT_DEFAULT["sigma"])
-    controls = (
-        '<div class="widget-controls">'
-        f'<label>d<sub>k</sub> <input type="range" name="d_k" min="0" max="{len(D_K_VALUES) - 1}" step="1" '
-        f'value="{d_i}" aria-valuetext="{SAT_DEFAULT["d_k"]}"> <output>{SAT_DEFAULT["d_k"]}</output></label>'
-        f'<label>分数尺度 σ <input type="range" name="sigma" min="0" max="{len(SIGMAS) - 1}" step="1" '
-        f'value="{s_i}" aria-valuetext="{SAT_DEFAULT["sigma"]:g}"> <output>{SAT_DEFAULT["sigma"]:g}</output></label>'
-        '</div>')
+    controls = (_slider("d<sub>k</sub>", "d_k", D_K_VALUES, SAT_DEFAULT["d_k"])
+                + _slider("分数尺度 σ", "sigma", SIGMAS, SAT_DEFAULT["sigma"]))
     panels = (_sat_panel("unscaled", "不缩放：z = σ√d<sub>k</sub>·g", ref["unscaled"])
               + _sat_panel("scaled", "除以 √d<sub>k</sub>：z = σ·g", ref["scaled"]))
-    return (f'<figure class="widget widget-saturation" data-widget="saturation" data-widget-src="{SAT_SCRIPTS}" '
-            f'data-search-exclude>'
-            f'<script type="application/json" class="widget-data">{data}</script>'
-            f'{controls}<div class="widget-view widget-panels" aria-live="polite">{panels}</div>'
-            f'<figcaption>动手：同一行分数（g 固定，n = {SAT_N}），不缩放时 d<sub>k</sub> 越大越接近独热，'
-            f'雅可比矩阵的范数随之趋于 0</figcaption></figure>\n')
+    return _figure("saturation", SAT_SCRIPTS, data, controls,
+                   f'<div class="widget-view widget-panels" aria-live="polite">{panels}</div>',
+                   f"动手：同一行分数（g 固定，n = {SAT_N}），不缩放时 d<sub>k</sub> 越大越接近独热，"
+                   "雅可比矩阵的范数随之趋于 0")
 
 
 def render_saturation(results: list[dict], out_dir: Path) -> None:
