@@ -141,3 +141,75 @@ def test_saturation_widget_computes_what_the_reader_code_computes(chromium_brows
         # what the page says: at σ = 1, d_k = 1024 the unscaled row's ‖J‖₂ is below 1e-5; the scaled row is the same for every d_k
         assert seen[(1024, 1.0)]["unscaled"]["jacobian_norm"] < 1e-5
         assert len({seen[(d, 1.0)]["scaled"]["jacobian_norm"] for d in ch03_widget.D_K_VALUES}) == 1
+
+
+POSITIONAL_PAGE = "chapters/07-positional-encoding/derivation/"
+POSITIONAL_JS = """f => ({
+  ready: f.dataset.ready === 'true',
+  state: JSON.parse(f.dataset.state || '{}'),
+  omega: [...f.querySelectorAll('.widget-pe-table tbody tr')].map(tr => Number(tr.querySelectorAll('[data-v]')[0].dataset.v)),
+  pe: [...f.querySelectorAll('.widget-pe-table tbody tr')].flatMap(tr =>
+    [...tr.querySelectorAll('[data-v]')].slice(1).map(el => Number(el.dataset.v))),
+  gram: JSON.parse(f.querySelector('.widget-curve polyline').dataset.v),
+  points: f.querySelector('.widget-curve polyline').getAttribute('points'),
+  angle: Number(f.querySelector('[data-key=angle]').dataset.v),
+  wavelength: Number(f.querySelector('[data-key=wavelength]').dataset.v),
+  rotated: [Number(f.querySelector('[data-key=rotated0]').dataset.v), Number(f.querySelector('[data-key=rotated1]').dataset.v)],
+  current: [...f.querySelectorAll('.widget-pe-table tbody tr')].findIndex(tr => tr.classList.contains('widget-current')),
+  image: f.querySelector('.widget-pe-map img').src,
+})"""
+
+
+@pytest.mark.claim("ch07-widget-positional", paper="§3.5",
+                   title="位置编码部件算的就是参考代码",
+                   text="第 07 章的位置编码部件（d = 16，位置 0–63）：用键盘走遍 4 个底数，每个底数下位置取 0、1、63，"
+                        "再走遍 8 对，浏览器算出的 ω_i、PE(p) 的 16 个分量、PE(p)·PE(j) 的 64 个值、RoPE 的角度、波长与转后的"
+                        "两个数，与 sinusoidal_positional_encoding、rope_frequencies、apply_rope 的结果相差不超过 1e-9；"
+                        "内积曲线的峰在 j = p、高 d/2 = 8，两侧对称")
+def test_positional_widget_computes_what_the_reader_code_computes(chromium_browser, site_url):
+    from sitebuild.generate.render import ch07_widget as w
+
+    def same(got: dict, want: dict) -> bool:
+        return (_close([got["omega"], got["pe"], got["gram"], got["rotated"]],
+                       [want["omega"], want["pe"], want["gram"], want["rotated"]])
+                and abs(got["angle"] - want["angle"]) <= TOLERANCE
+                and _relative(got["wavelength"], want["wavelength"]))
+
+    with opened(chromium_browser, site_url + POSITIONAL_PAGE) as page:
+        figure = page.locator("figure.widget-positional")
+        before = figure.evaluate(POSITIONAL_JS)
+        default = w.DEFAULT
+        assert not before["ready"] and same(before, w.reference(**default)), before
+        assert before["points"] == w.curve_points(before["gram"])
+        built_image = before["image"]
+        figure.scroll_into_view_if_needed()
+        page.wait_for_function("f => f.dataset.ready === 'true'", arg=figure.element_handle(), timeout=20_000)
+        field = {name: figure.locator(f"[name={name}]") for name in ("p", "base", "pair")}
+        seen, pair_now, images = 0, default["pair"], set()
+        _press(page, field["base"], "Home")
+        for b, base in enumerate(w.BASES):
+            if b:
+                _press(page, field["base"], "ArrowRight")
+            for key, p in (("Home", 0), ("ArrowRight", 1), ("End", w.POSITIONS - 1)):
+                _press(page, field["p"], key)
+                got = figure.evaluate(POSITIONAL_JS)
+                assert got["state"] == {"p": p, "base": base, "pair": pair_now}, got["state"]
+                assert same(got, w.reference(p, base, pair_now)), (p, base, got)
+                # the curve is PE(p)·PE(j): its peak is at j = p, d/2 high, and it is symmetric about p
+                assert max(range(w.POSITIONS), key=got["gram"].__getitem__) == p and abs(got["gram"][p] - w.D / 2) < 1e-12
+                assert all(abs(got["gram"][p - k] - got["gram"][p + k]) < 1e-9
+                           for k in range(1, min(p, w.POSITIONS - 1 - p) + 1))
+                seen += 1
+            _press(page, field["pair"], "Home")
+            for pair in range(w.D // 2):
+                if pair:
+                    _press(page, field["pair"], "ArrowRight")
+                got = figure.evaluate(POSITIONAL_JS)
+                assert got["state"]["pair"] == pair and got["current"] == pair
+                assert same(got, w.reference(w.POSITIONS - 1, base, pair)), (base, pair, got)
+                seen += 1
+            pair_now = w.D // 2 - 1
+            images.add(got["image"])
+        # the map is redrawn for every base
+        assert len(images) == len(w.BASES) and built_image.startswith("data:image/png;base64,")
+        assert seen == len(w.BASES) * (3 + w.D // 2) == 44

@@ -142,9 +142,10 @@ def test_each_term_has_one_row():
 
 # One quote style in reader prose (review finding 34): Chinese corner quotes 「」, for Chinese
 # and English phrases alike. ASCII or curly double quotes stay only where they are syntax or
-# verbatim: code, math, HTML, attribute lists, link targets, admonition titles, block quotes.
+# verbatim: code, math, HTML (a widget's data script too), attribute lists, link targets,
+# admonition titles, block quotes.
 QUOTE_SYNTAX = re.compile(
-    r"<!--.*?-->|\$\$.*?\$\$|\$[^$\n]+\$|`[^`\n]+`|\]\([^)\n]*\)|\{[^}\n]*\}|<[^>\n]*>"
+    r"<!--.*?-->|<script\b.*?</script>|\$\$.*?\$\$|\$[^$\n]+\$|`[^`\n]+`|\]\([^)\n]*\)|\{[^}\n]*\}|<[^>\n]*>"
     r"|^[ \t]*(?:!!!|\?\?\?\+?)[ \t]+[\w-]+(?:[ \t]+\"[^\"\n]*\")?|^[ \t]*>[^\n]*$|^[ \t]*--8<--[^\n]*$",
     re.S | re.M,
 )
@@ -163,7 +164,7 @@ def test_quoted_in_prose_sees_only_prose():
         '!!! note "标题里的引号是语法"', '    `print("x")` 与 $\\text{"a"}$ 不算。',
         '> "The paper\'s own words"', '[链接](a.md "title"){ title="x" }',
         '```python', 's = "code"', '```',
-        '--8<-- "docs/x.md"', '之后的"正文"也要查。',
+        '--8<-- "docs/x.md"', '<script type="application/json">{"a":{"b":1},"c":2}</script>', '之后的"正文"也要查。',
     ])
     assert quoted_in_prose(text) == ['"缓解"', "“解决”", '"正文"']
 

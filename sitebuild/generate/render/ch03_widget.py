@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 
 from sitebuild.generate.render._style import write_text
+from sitebuild.generate.render._widget import figure, slider
 from snippets.attention import causal_mask, scaled_dot_product_attention
 from snippets.softmax import softmax_jacobian, stable_softmax
 
@@ -79,20 +80,6 @@ def _bars(weights: list[list[float]], query: int) -> str:
     return f'<ul class="widget-bars" aria-label="查询「{html.escape(TOKENS[query])}」的权重">{items}</ul>'
 
 
-def _slider(label: str, name: str, values: list, value) -> str:
-    """A range over the positions of ``values`` (the value itself is shown and announced)."""
-    return (f'<label>{label} <input type="range" name="{name}" min="0" max="{len(values) - 1}" step="1" '
-            f'value="{values.index(value)}" aria-valuetext="{value:g}"> <output>{value:g}</output></label>')
-
-
-def _figure(name: str, scripts: str, data: str, controls: str, view: str, caption: str) -> str:
-    """A widget: its data for the script, its controls, its default state, kept out of the search index."""
-    return (f'<figure class="widget widget-{name}" data-widget="{name}" data-widget-src="{scripts}" '
-            f'data-search-exclude>'
-            f'<script type="application/json" class="widget-data">{data}</script>'
-            f'<div class="widget-controls">{controls}</div>{view}<figcaption>{caption}</figcaption></figure>\n')
-
-
 def widget_html() -> str:
     q, k = inputs()
     weights = reference_weights(DEFAULT["scale"], DEFAULT["temperature"], DEFAULT["causal"], DEFAULT["pad"])
@@ -101,13 +88,13 @@ def widget_html() -> str:
     options = "".join(f'<option value="{i}"{" selected" if i == DEFAULT["query"] else ""}>{html.escape(t)}</option>'
                       for i, t in enumerate(TOKENS))
     controls = ('<label><input type="checkbox" name="scale" checked> 除以 √d<sub>k</sub></label>'
-                + _slider("温度 τ", "temperature", TEMPERATURES, DEFAULT["temperature"])
+                + slider("温度 τ", "temperature", TEMPERATURES, DEFAULT["temperature"])
                 + '<label><input type="checkbox" name="causal"> 因果掩码</label>'
                 '<label><input type="checkbox" name="pad"> 最后一个词元是填充</label>'
                 f'<label>看哪个查询 <select name="query">{options}</select></label>')
     view = (f'<div class="widget-view" aria-live="polite">{_heatmap(weights)}'
             f'{_bars(weights, DEFAULT["query"])}</div>')
-    return _figure("attention", SCRIPTS, data, controls, view,
+    return figure("attention", SCRIPTS, data, controls, view,
                    f"动手：注意力权重怎样随缩放、温度和掩码变化（Q、K 固定，d<sub>k</sub> = {D_K}）")
 
 
@@ -166,11 +153,11 @@ def saturation_html() -> str:
     ref = reference_saturation(SAT_DEFAULT["d_k"], SAT_DEFAULT["sigma"])
     data = json.dumps({"g": scores(), "d_k": D_K_VALUES, "sigma": SIGMAS, "default": SAT_DEFAULT},
                       separators=(",", ":"))
-    controls = (_slider("d<sub>k</sub>", "d_k", D_K_VALUES, SAT_DEFAULT["d_k"])
-                + _slider("分数尺度 σ", "sigma", SIGMAS, SAT_DEFAULT["sigma"]))
+    controls = (slider("d<sub>k</sub>", "d_k", D_K_VALUES, SAT_DEFAULT["d_k"])
+                + slider("分数尺度 σ", "sigma", SIGMAS, SAT_DEFAULT["sigma"]))
     panels = (_sat_panel("unscaled", "不缩放：z = σ√d<sub>k</sub>·g", ref["unscaled"])
               + _sat_panel("scaled", "除以 √d<sub>k</sub>：z = σ·g", ref["scaled"]))
-    return _figure("saturation", SAT_SCRIPTS, data, controls,
+    return figure("saturation", SAT_SCRIPTS, data, controls,
                    f'<div class="widget-view widget-panels" aria-live="polite">{panels}</div>',
                    f"动手：同一行分数（g 固定，n = {SAT_N}），不缩放时 d<sub>k</sub> 越大越接近独热，"
                    "雅可比矩阵的范数随之趋于 0")
