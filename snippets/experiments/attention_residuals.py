@@ -16,7 +16,8 @@
     深度探针 只在初始化时（不训练）：32 个子层的普通残差模型，float64，量 ‖h_l‖ 随 l 的增长
 
 预设：tiny（测试用，几秒）、quick（3 种 × 3 个种子，80 步，批 16 × 长 32，约 45 秒）、full（3 种 × 3 个种子，
-400 步，约 4 分钟，页面用它）、gpu（更大：8 层、d_model 128、3000 步、5 个种子；给有加速器的机器，本仓库没有提交它的结果）。
+400 步，约 4–5 分钟，页面用它）、long（与 full 相同，900 步，约 11 分钟，写 results/attention-residuals-long.json，
+不覆盖 full 的结果）、gpu（更大：8 层、d_model 128、3000 步、5 个种子；给有加速器的机器，本仓库没有提交它的结果）。
 
 运行：python -m snippets.experiments.attention_residuals --preset full   （CPU，单线程）
 """
@@ -36,6 +37,7 @@ from snippets.experiments.copy_task import lr_factor
 from snippets.residual_stream import AttnResDecoder
 
 KIND = "attention-residuals"
+LONG_OUT = "attention-residuals-long.json"  # long 的默认输出文件，与 full 的文件并存
 MODULE = "snippets.experiments.attention_residuals"
 SEED = 0
 TABLE_SEED = 1234
@@ -54,6 +56,10 @@ PRESETS = {
               "probe_layers": 16, "probe_seeds": [0, 1, 2]},
     "full": {"variants": list(VARIANTS), "seeds": [0, 1, 2], "steps": 400, "warmup_steps": 40, "batch_size": 16,
              "seq_len": 32, "lr": 5e-3, "eval_every": 50, "val_sequences": 64, "model": MODEL,
+             "probe_layers": 16, "probe_seeds": [0, 1, 2]},
+    # long：与 full 相同，只是 900 步（约 11 分钟）：回答「多练几步，三者的先后会不会变」
+    "long": {"variants": list(VARIANTS), "seeds": [0, 1, 2], "steps": 900, "warmup_steps": 40, "batch_size": 16,
+             "seq_len": 32, "lr": 5e-3, "eval_every": 100, "val_sequences": 64, "model": MODEL,
              "probe_layers": 16, "probe_seeds": [0, 1, 2]},
     # gpu：更大的模型与更长的训练，给有加速器的机器（CPU 上要几个小时）
     "gpu": {"variants": list(VARIANTS), "seeds": [0, 1, 2, 3, 4], "steps": 3000, "warmup_steps": 200,
@@ -201,7 +207,8 @@ def run(preset: str, cfg: dict) -> dict:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick")
+    return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick",
+                           outputs={"long": LONG_OUT})
 
 
 if __name__ == "__main__":
