@@ -57,7 +57,7 @@ def test_fresh_model_starts_from_the_average():
 
 
 @pytest.mark.claim("ch11-scale-invariance", paper="AttnRes §3.1", title="权重不随来源的尺度变化",
-                   text="把一个来源乘以正数 c（c = 10、0.1），α 的变化 < 1e-6（RMSNorm 的尺度不变性，只差 ε）；"
+                   text="把一个来源乘以正数 c（c = 10、0.1），α 的变化 < 1e-4（RMSNorm 的尺度不变性，只差 ε = 1e-6 的影响）；"
                         "把全部来源乘以 c，输出乘以 c（ε = 0 时精确到 1e-12）：值没有被归一化")
 def test_rescaling_a_source():
     v, q = sources(), torch.randn(8, generator=gen(2), dtype=F64)
@@ -65,7 +65,7 @@ def test_rescaling_a_source():
     for c in (10.0, 0.1):
         w = v.clone()
         w[2] *= c
-        assert (depth_weights(w, q) - alpha).abs().max() < 1e-6
+        assert (depth_weights(w, q) - alpha).abs().max() < 1e-4
         assert torch.allclose(depth_attention(c * v, q, eps=0.0), c * depth_attention(v, q, eps=0.0), rtol=1e-12)
     # 只差 ε：ε 很大时尺度不变性就不成立了
     w = v.clone()
