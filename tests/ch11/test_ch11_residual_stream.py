@@ -216,7 +216,9 @@ def test_compute_equivalent_ratio():
     c = compute_for_loss("baseline", block)
     assert round(c, 2) == 7.02 and round(c / 5.6, 2) == 1.25
     assert_states(INDEX, "1.891", "1.870", "1.865", "0.057", "0.058")
-    assert_states(ATTNRES, "1.714", "1.692", "7.02", "1.25")
+    # 每个数都在它的式子里：C = 5.6 代入两条拟合式，解出的 C，比值
+    assert_states(ATTNRES, r"1.891\times5.6^{-0.057}\approx1.714", r"1.870\times5.6^{-0.058}\approx1.692",
+                  r"\Big)^{1/0.057}\approx7.02", r"\frac{7.02}{5.6}&\approx1.25")
 
 
 TABLE3 = {"MMLU": (73.5, 74.6), "MMLU-Pro": (52.2, 52.2), "GPQA-Diamond": (36.9, 44.4), "BBH": (76.3, 78.0),
