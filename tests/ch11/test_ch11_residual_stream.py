@@ -124,7 +124,7 @@ def test_bad_input_names_the_argument():
 # ---------------------------------------------------------------------------- Block AttnRes
 @pytest.mark.claim("ch11-two-phase", paper="AttnRes §3.2, §4", title="两阶段计算与一次 softmax 完全相同",
                    text="第一阶段对块内 S 个查询批量算块间注意力，第二阶段用在线 softmax 并入块内部分和："
-                        "float64 下与对 N + 1 个来源做一次 softmax 的结果相差 < 1e-10")
+                        "float64 下与对 N + 1 个来源做一次 softmax 的结果相差 < 1e-10，在 AttnResDecoder 的一个块上也是")
 def test_two_phase_equals_one_softmax():
     for n_blocks, s, seed in ((1, 1, 0), (3, 4, 1), (6, 2, 2)):
         blocks = sources(n_blocks, (2, 5), 8, seed) * 3
@@ -143,6 +143,24 @@ def test_two_phase_equals_one_softmax():
         assert (partial - summary).abs().max() < 1e-10
     m, z, acc = inter_block_phase(blocks, queries, gains)
     assert m.shape == (s, 2, 5) and acc.shape == (s, 2, 5, 8)
+    # 读者的模型：第二块的两阶段计算与 AttnResDecoder 自己（一次 softmax）算出的子层输入相同
+    torch.manual_seed(1)
+    model = AttnResDecoder(13, 3, 16, 2, 32, n_blocks=3).double()
+    with torch.no_grad():
+        model.queries.normal_()
+        model.key_gains.uniform_(0.5, 1.5)
+    x = torch.randint(0, 13, (2, 6), generator=gen(1))
+    model(x, record=True)
+    tr, size = model.trace, model.block_size
+    done = torch.stack([tr["x0"], sum(tr["outputs"][:size])])                  # b_0, b_1
+    mask = torch.ones(6, 6, dtype=torch.bool).tril()
+    fs = [lambda h, j=j: model._sublayer(j, h, mask) for j in range(size, 2 * size)]
+    with torch.no_grad():
+        inputs, summary = block_attnres_two_phase(done, fs, model.queries[size:2 * size],
+                                                  model.key_gains[size:2 * size])
+    for i in range(size):
+        assert (inputs[i] - tr["inputs"][size + i]).abs().max() < 1e-10
+    assert (summary - sum(tr["outputs"][size:2 * size])).abs().max() < 1e-10
 
 
 @pytest.mark.claim("ch11-block-extremes", paper="AttnRes §3.2", title="N = L 就是 Full AttnRes，N = 1 只剩嵌入与块内求和",
