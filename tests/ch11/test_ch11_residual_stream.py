@@ -1,0 +1,291 @@
+"""Chapter 11, 残差流与深度：从 Post-LN 到 Attention Residuals: the claims its pages cite about the code and
+the paper's numbers, one test each (CONVENTIONS.md, "Claims"). The toy experiment's claims are in
+test_ch11_experiments.py."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from snippets.residual_stream import (AttnResDecoder, block_attnres_two_phase, depth_attention, depth_weights,
+                                      inter_block_phase)
+from snippets.transformer import count_parameters
+from tests.support.pages import assert_states, chapter
+
+CH11 = chapter("11")
+INDEX, DERIVATION, ATTNRES, CODE, INTERVIEW = (CH11 + p for p in ("index.md", "derivation.md", "derivation-attnres.md",
+                                                                    "code.md", "interview.md"))
+F64 = torch.float64
+
+
+def gen(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def sources(s: int = 5, shape=(2, 3), d: int = 8, seed: int = 0) -> torch.Tensor:
+    return torch.randn(s, *shape, d, generator=gen(seed), dtype=F64)
+
+
+# ---------------------------------------------------------------------------- depth attention
+@pytest.mark.claim("ch11-zero-query", paper="AttnRes §3.1", title="零查询：α = 1/S，输出是各来源的平均",
+                   text="伪查询为零时，每个位置对 S 个来源的权重都恰好是 1/S，depth_attention 的输出等于来源的平均")
+def test_zero_query_gives_the_mean():
+    for s in (1, 2, 7):
+        v = sources(s)
+        alpha = depth_weights(v, torch.zeros(8, dtype=F64), gain=torch.rand(8, generator=gen(1), dtype=F64))
+        assert torch.equal(alpha, torch.full_like(alpha, 1 / s))
+        assert torch.allclose(depth_attention(v, torch.zeros(8, dtype=F64)), v.mean(0), atol=1e-15)
+    assert_states(ATTNRES, r"\alpha_{i\to l}=\frac{1}{l}")
+
+
+@pytest.mark.claim("ch11-init-average", paper="AttnRes §5", title="零初始化：训练从等权平均开始",
+                   text="新建的 AttnResDecoder（伪查询全为零）里，每个子层的输入恰好是它全部来源的平均，"
+                        "即普通残差的和除以来源数")
+def test_fresh_model_starts_from_the_average():
+    torch.manual_seed(0)
+    model = AttnResDecoder(11, 3, 16, 2, 32).double()
+    assert torch.equal(model.queries.detach(), torch.zeros_like(model.queries))
+    model(torch.randint(0, 11, (2, 5), generator=gen(0)), record=True)
+    tr = model.trace
+    srcs = [tr["x0"]] + tr["outputs"]
+    for j, h in enumerate(tr["inputs"]):
+        assert torch.allclose(h, torch.stack(srcs[:j + 1]).mean(0), atol=1e-12)
+        assert torch.allclose(h * (j + 1), sum(srcs[:j + 1]), atol=1e-11)
+    assert torch.allclose(tr["final"], torch.stack(srcs).mean(0), atol=1e-12)
+
+
+@pytest.mark.claim("ch11-scale-invariance", paper="AttnRes §3.1", title="权重不随来源的尺度变化",
+                   text="把一个来源乘以正数 c（c = 10、0.1），α 的变化 < 1e-4（RMSNorm 的尺度不变性，只差 ε = 1e-6 的影响）；"
+                        "把全部来源乘以 c，输出乘以 c（ε = 0 时精确到 1e-12）：值没有被归一化")
+def test_rescaling_a_source():
+    v, q = sources(), torch.randn(8, generator=gen(2), dtype=F64)
+    alpha = depth_weights(v, q)
+    for c in (10.0, 0.1):
+        w = v.clone()
+        w[2] *= c
+        assert (depth_weights(w, q) - alpha).abs().max() < 1e-4
+        assert torch.allclose(depth_attention(c * v, q, eps=0.0), c * depth_attention(v, q, eps=0.0), rtol=1e-12)
+    # 只差 ε：ε 很大时尺度不变性就不成立了
+    w = v.clone()
+    w[2] *= 0.01
+    assert (depth_weights(w, q, eps=1.0) - depth_weights(v, q, eps=1.0)).abs().max() > 1e-3
+
+
+@pytest.mark.claim("ch11-over-depth", paper="AttnRes §3.1", title="softmax 沿深度，每个词元各算各的",
+                   text="α 沿第 0 维（来源）求和为 1；改变一个词元的全部来源，只改变这个词元的输出，其他词元的输出不变")
+def test_softmax_runs_over_depth_per_token():
+    v, q = sources(6, (4,)), torch.randn(8, generator=gen(3), dtype=F64)
+    alpha = depth_weights(v, q)                                   # (6, 4)
+    assert alpha.shape == (6, 4) and torch.allclose(alpha.sum(0), torch.ones(4, dtype=F64))
+    w = v.clone()
+    w[:, 1] = torch.randn(6, 8, generator=gen(4), dtype=F64)
+    before, after = depth_attention(v, q), depth_attention(w, q)
+    assert torch.equal(before[[0, 2, 3]], after[[0, 2, 3]]) and not torch.allclose(before[1], after[1])
+
+
+@pytest.mark.claim("ch11-convex", paper="AttnRes §3", title="输出是来源的凸组合：没有恒等项",
+                   text="对任意伪查询，depth_attention 的输出是来源的凸组合：范数不超过最大的来源；"
+                        "一个来源的 logit 远大于其余时，输出就是这个来源本身（不是残差再加上它）")
+def test_output_is_a_convex_combination():
+    v = sources(5, (3,), seed=5) * torch.tensor([1.0, 3.0, 0.5, 2.0, 1.0], dtype=F64)[:, None, None]
+    for seed in range(5):
+        q = 5 * torch.randn(8, generator=gen(seed), dtype=F64)
+        h = depth_attention(v, q)
+        assert (h.norm(dim=-1) <= v.norm(dim=-1).max(0).values + 1e-12).all()
+    # 让来源 3 的 logit 远大于其余：q 沿它的方向放大
+    v = torch.randn(4, 8, generator=gen(6), dtype=F64) * 3            # 每个位置 (d,)：一个词元
+    v = v / v.norm(dim=-1, keepdim=True)                              # 四个单位向量
+    q = 200 * v[3]
+    assert torch.allclose(depth_attention(v, q), v[3], atol=1e-8)
+
+
+def test_bad_input_names_the_argument():
+    v = sources()
+    with pytest.raises(ValueError, match=r"query .*\(8,\).*got query \(7,\)"):
+        depth_attention(v, torch.zeros(7, dtype=F64))
+    with pytest.raises(ValueError, match=r"gain .*got gain \(9,\)"):
+        depth_attention(v, torch.zeros(8, dtype=F64), gain=torch.ones(9, dtype=F64))
+    with pytest.raises(ValueError, match=r"at least one source.*\(0, 2, 3, 8\)"):
+        depth_attention(v[:0], torch.zeros(8, dtype=F64))
+    with pytest.raises(ValueError, match=r"values must have shape \(S, \.\.\., d\)"):
+        depth_attention(torch.zeros(8, dtype=F64), torch.zeros(8, dtype=F64))
+    with pytest.raises(ValueError, match=r"residual must be"):
+        AttnResDecoder(8, 2, 8, 2, 16, residual="dense")
+    with pytest.raises(ValueError, match=r"n_blocks must be an int in \[1, 4\]"):
+        AttnResDecoder(8, 2, 8, 2, 16, n_blocks=5)
+    with pytest.raises(ValueError, match=r"n_blocks=4 cannot split 6 sublayers"):
+        AttnResDecoder(8, 3, 8, 2, 16, n_blocks=4)
+    with pytest.raises(ValueError, match=r"needs residual='attnres'"):
+        AttnResDecoder(8, 2, 8, 2, 16, n_blocks=2, residual="standard")
+
+
+# ---------------------------------------------------------------------------- Block AttnRes
+@pytest.mark.claim("ch11-two-phase", paper="AttnRes §3.2, §4", title="两阶段计算与一次 softmax 完全相同",
+                   text="第一阶段对块内 S 个查询批量算块间注意力，第二阶段用在线 softmax 并入块内部分和："
+                        "float64 下与对 N + 1 个来源做一次 softmax 的结果相差 < 1e-10，在 AttnResDecoder 的一个块上也是")
+def test_two_phase_equals_one_softmax():
+    for n_blocks, s, seed in ((1, 1, 0), (3, 4, 1), (6, 2, 2)):
+        blocks = sources(n_blocks, (2, 5), 8, seed) * 3
+        queries = torch.randn(s, 8, generator=gen(seed + 10), dtype=F64) * 2
+        gains = torch.rand(s, 8, generator=gen(seed + 20), dtype=F64) + 0.5
+        ws = [torch.randn(8, 8, generator=gen(seed + 30 + i), dtype=F64) for i in range(s)]
+        fs = [lambda h, w=w: torch.tanh(h @ w) * 4 for w in ws]
+        inputs, summary = block_attnres_two_phase(blocks, fs, queries, gains)
+        partial = None
+        for i, f in enumerate(fs):                                   # 一次 softmax 的写法
+            srcs = torch.cat([blocks] + ([] if partial is None else [partial[None]]))
+            h = depth_attention(srcs, queries[i], gains[i])
+            assert (h - inputs[i]).abs().max() < 1e-10
+            out = f(h)
+            partial = out if partial is None else partial + out
+        assert (partial - summary).abs().max() < 1e-10
+    m, z, acc = inter_block_phase(blocks, queries, gains)
+    assert m.shape == (s, 2, 5) and acc.shape == (s, 2, 5, 8)
+    # 读者的模型：第二块的两阶段计算与 AttnResDecoder 自己（一次 softmax）算出的子层输入相同
+    torch.manual_seed(1)
+    model = AttnResDecoder(13, 3, 16, 2, 32, n_blocks=3).double()
+    with torch.no_grad():
+        model.queries.normal_()
+        model.key_gains.uniform_(0.5, 1.5)
+    x = torch.randint(0, 13, (2, 6), generator=gen(1))
+    model(x, record=True)
+    tr, size = model.trace, model.block_size
+    done = torch.stack([tr["x0"], sum(tr["outputs"][:size])])                  # b_0, b_1
+    mask = torch.ones(6, 6, dtype=torch.bool).tril()
+    fs = [lambda h, j=j: model._sublayer(j, h, mask) for j in range(size, 2 * size)]
+    with torch.no_grad():
+        inputs, summary = block_attnres_two_phase(done, fs, model.queries[size:2 * size],
+                                                  model.key_gains[size:2 * size])
+    for i in range(size):
+        assert (inputs[i] - tr["inputs"][size + i]).abs().max() < 1e-10
+    assert (summary - sum(tr["outputs"][size:2 * size])).abs().max() < 1e-10
+
+
+@pytest.mark.claim("ch11-block-extremes", paper="AttnRes §3.2", title="N = L 就是 Full AttnRes，N = 1 只剩嵌入与块内求和",
+                   text="同样的权重下，n_blocks = 2·n_layers 的 Block AttnRes 与 Full AttnRes 的 logits 相同；"
+                        "n_blocks = 1 时每个子层只看两个来源：嵌入 b_0 与此前全部子层输出的和")
+def test_block_extremes():
+    torch.manual_seed(0)
+    full = AttnResDecoder(13, 3, 16, 2, 32).double()
+    with torch.no_grad():
+        full.queries.normal_()
+    x = torch.randint(0, 13, (2, 6), generator=gen(0))
+    for n_blocks, same in ((6, True), (3, False)):
+        block = AttnResDecoder(13, 3, 16, 2, 32, n_blocks=n_blocks).double()
+        block.load_state_dict(full.state_dict())
+        assert torch.allclose(block(x), full(x), atol=1e-12) == same
+    one = AttnResDecoder(13, 3, 16, 2, 32, n_blocks=1).double()
+    one.load_state_dict(full.state_dict())
+    one(x, record=True)
+    tr = one.trace
+    assert [a.shape[0] for a in tr["alphas"]] == [1, 2, 2, 2, 2, 2, 2]
+    assert one.block_size == 6
+
+
+@pytest.mark.claim("ch11-param-overhead", paper="AttnRes §3.1", title="每个 AttnRes 运算多 2d 个参数",
+                   text="AttnResDecoder 比同样积木的普通残差模型多 (2·n_layers + 1)·2d 个参数："
+                        "每个子层前的 AttnRes 一个伪查询和一个 RMSNorm 增益（2d），外加输出层前的一个")
+def test_parameter_overhead():
+    for n_layers, d, n_blocks in ((2, 16, None), (3, 32, 3), (4, 64, 4)):
+        attn = AttnResDecoder(50, n_layers, d, 4, 2 * d, n_blocks=n_blocks)
+        base = AttnResDecoder(50, n_layers, d, 4, 2 * d, residual="standard")
+        assert count_parameters(attn) - count_parameters(base) == (2 * n_layers + 1) * 2 * d
+    assert_states(ATTNRES, "(2L+1)·2d")
+
+
+@pytest.mark.claim("ch11-source-count", paper="AttnRes §3.2, §5", title="读多少个来源：O(L²) 对 O(N²)",
+                   text="54 个子层（27 层）：Full AttnRes 的 55 个 AttnRes 运算共读 1540 个来源向量；"
+                        "每块 6 个子层（9 块）时每个运算最多读 10 个来源，共 325 个：块内第一层读已完成的块，其余再加部分和")
+def test_source_counts():
+    model = AttnResDecoder(5, 27, 4, 1, 4)
+    model(torch.zeros(1, 1, dtype=torch.long), record=True)
+    full = [a.shape[0] for a in model.trace["alphas"]]
+    block = AttnResDecoder(5, 27, 4, 1, 4, n_blocks=9)
+    assert block.block_size == 6
+    block(torch.zeros(1, 1, dtype=torch.long), record=True)
+    counts = [a.shape[0] for a in block.trace["alphas"]]
+    assert len(full) == len(counts) == 55 and sum(full) == 55 * 56 // 2 == 1540
+    assert max(counts) == 10 and counts[-1] == 10 and sum(counts) == 325
+    assert_states(ATTNRES, "1540", "325", "10个来源")
+
+
+# ---------------------------------------------------------------------------- the paper's numbers
+TABLE2_FITS = {"baseline": (1.891, 0.057), "block": (1.870, 0.058), "full": (1.865, 0.057)}
+
+
+def fitted_loss(variant: str, compute: float) -> float:
+    a, alpha = TABLE2_FITS[variant]
+    return a * compute ** -alpha
+
+
+def compute_for_loss(variant: str, loss: float) -> float:
+    a, alpha = TABLE2_FITS[variant]
+    return (a / loss) ** (1 / alpha)
+
+
+@pytest.mark.claim("ch11-compute-equivalent", paper="AttnRes 表 2", title="1.25× 是等损失的算力比，不是训练速度",
+                   text="由表 2 的拟合式：5.6 PFLOP/s-days 时基线 1.714、Block AttnRes 1.692；"
+                        "基线要到约 7.02 PFLOP/s-days 才达到 1.692，7.02 / 5.6 ≈ 1.25")
+def test_compute_equivalent_ratio():
+    base, block = fitted_loss("baseline", 5.6), fitted_loss("block", 5.6)
+    assert (round(base, 3), round(block, 3)) == (1.714, 1.692)
+    c = compute_for_loss("baseline", block)
+    assert round(c, 2) == 7.02 and round(c / 5.6, 2) == 1.25
+    assert_states(INDEX, "1.891", "1.870", "1.865", "0.057", "0.058")
+    # 每个数都在它的式子里：C = 5.6 代入两条拟合式，解出的 C，比值
+    assert_states(ATTNRES, r"1.891\times5.6^{-0.057}\approx1.714", r"1.870\times5.6^{-0.058}\approx1.692",
+                  r"\Big)^{1/0.057}\approx7.02", r"\frac{7.02}{5.6}&\approx1.25")
+
+
+TABLE3 = {"MMLU": (73.5, 74.6), "MMLU-Pro": (52.2, 52.2), "GPQA-Diamond": (36.9, 44.4), "BBH": (76.3, 78.0),
+          "ARC-C": (64.6, 65.7), "HellaSwag": (83.2, 83.4), "TriviaQA": (69.9, 71.8), "GSM8K": (81.7, 82.4),
+          "MGSM": (64.9, 66.1), "Math": (53.5, 57.1), "CMath": (84.7, 85.1), "HumanEval": (59.1, 62.2),
+          "MBPP": (72.0, 73.9), "CMMLU": (82.0, 82.9), "C-Eval": (79.6, 82.5)}
+QUOTED = ("MMLU", "MMLU-Pro", "GPQA-Diamond", "Math", "HumanEval", "C-Eval")
+
+
+@pytest.mark.claim("ch11-table3", paper="AttnRes 表 3", title="+7.5 是 GPQA-Diamond，MMLU 是 +1.1",
+                   text="表 3：GPQA-Diamond 36.9 → 44.4（+7.5），MMLU 73.5 → 74.6（+1.1），MMLU-Pro 52.2 → 52.2（持平）；"
+                        "15 个基准里 14 个更高、1 个持平，最大的提升是 GPQA-Diamond")
+def test_table3_deltas():
+    deltas = {k: round(after - before, 1) for k, (before, after) in TABLE3.items()}
+    assert deltas["GPQA-Diamond"] == 7.5 and deltas["MMLU"] == 1.1 and deltas["MMLU-Pro"] == 0
+    assert max(deltas, key=deltas.get) == "GPQA-Diamond"
+    assert len(TABLE3) == 15 and sum(d > 0 for d in deltas.values()) == 14
+    for name in QUOTED:
+        before, after = TABLE3[name]
+        assert_states(INDEX, f"|{name}|{before}|{after}|")
+    assert_states(ATTNRES, "15个基准里，AttnRes有14个更高")
+    assert_states(INTERVIEW, "GPQA-Diamond+7.5", "MMLU+1.1")
+
+
+@pytest.mark.claim("ch11-block-count", paper="AttnRes §5", title="48B 模型：54 个子层、每块 6 个、10 个来源",
+                   text="27 个 Transformer 层 = 54 个子层；每块 6 个子层得 9 块，加上嵌入共 10 个来源；"
+                        "这正是 AttnResDecoder(n_layers=27, n_blocks=9) 的划分")
+def test_block_count_of_the_48b_model():
+    model = AttnResDecoder(5, 27, 4, 1, 4, n_blocks=9)
+    assert model.n_sublayers == 54 and model.block_size == 6
+    model(torch.zeros(1, 1, dtype=torch.long), record=True)
+    assert model.trace["alphas"][-1].shape[0] == 10
+    assert_states(INDEX, "54个子层", "9块", "10个来源")
+
+
+@pytest.mark.claim("ch11-stream-norm", paper="AttnRes §7", title="‖h_l‖ 随深度：O(√L) 还是 O(L)",
+                   text="‖h_l‖² = Σ‖v_i‖² + 2Σ_{i<j} v_i·v_j：等范数、两两不相关时 ‖h_L‖ = c√L；"
+                        "两两余弦都是 ρ > 0 时 ‖h_L‖ = c√(L + L(L−1)ρ)，L 大时按 c√ρ·L 线性增长")
+def test_stream_norm_identity():
+    d, big = 4096, 64
+    g = gen(7)
+    # 两两不相关：随机高维向量；等余弦 ρ：共享一个分量
+    for rho in (0.0, 0.25):
+        shared = torch.randn(d, generator=g, dtype=F64)
+        v = [math.sqrt(rho) * shared + math.sqrt(1 - rho) * torch.randn(d, generator=g, dtype=F64) for _ in range(big)]
+        h = torch.stack(v).sum(0)
+        c = torch.stack(v).norm(dim=-1).mean().item()
+        predicted = c * math.sqrt(big + big * (big - 1) * rho)
+        assert abs(h.norm().item() / predicted - 1) < 0.08
+        gram = torch.stack(v) @ torch.stack(v).T
+        assert torch.allclose(h.norm() ** 2, gram.sum())              # ‖Σv‖² = Σ_i Σ_j v_i·v_j，恒等式
+    assert_states(DERIVATION, r"c\sqrt{L}", r"c\sqrt{\rho}L")
