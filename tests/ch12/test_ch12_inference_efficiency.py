@@ -1,0 +1,19 @@
+"""Chapter 12, 推理效率：FlashAttention、KV 缓存、MQA/GQA/MLA: the claims its pages cite, one test each (CONVENTIONS.md, "Claims").
+
+Started by `make chapter` (tools/new_chapter.py): the one test below fails until the chapter's first
+real claim replaces it. A skeleton must not pass: a stub reported as proven would be a defect.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.mark.claim("ch12-first-claim", paper="§…", text="（待写）本章的第一条论断：一句读者可以检验的话")
+def test_first_claim():
+    pytest.fail(
+        "chapter 12 is a skeleton: replace this test and its marker 'ch12-first-claim' with the "
+        "chapter's first real claim (a test proving a sentence of the page, with its own id, paper "
+        "section and text), and the badge [✔ 待写](/verification.md#ch12-first-claim) in "
+        "docs/chapters/12-inference-efficiency/index.md with that claim's badge"
+    )
