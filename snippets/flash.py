@@ -129,6 +129,15 @@ def decode_attention_intensity(n_heads, n_kv_heads, bytes_per_value=2):
     与缓存长度 t、头宽 d_head 都无关。
     """
     return 2 * n_heads / (n_kv_heads * bytes_per_value)
+
+
+def compute_bound_batch(d_model, peak_flops, bytes_per_s, bytes_per_value=2):
+    """解码时 d_model × d_model 线性层的最小批大小 b：强度 b·d/(d + 2b)（bf16）不低于拐点。"""
+    ridge = ridge_point(peak_flops, bytes_per_s)
+    b = 1
+    while linear_intensity(b, d_model, d_model, bytes_per_value) < ridge:
+        b += 1
+    return b
 # --8<-- [end:roofline]
 
 
