@@ -126,7 +126,7 @@ def test_renderer_writes_every_output(tmp_path):
     text = (tmp_path / "ch12-attention.md").read_text(encoding="utf-8")
     assert "GPU 的结果文件还没有" in text  # no CUDA file committed: the page says so, and shows no GPU numbers
     configs = (tmp_path / "ch12-kv-configs.md").read_text(encoding="utf-8")
-    assert "| Llama-3.1-8B（GQA-8） | 128 KiB | 512 MiB | 16 GiB | 128 GiB |" in configs
+    assert "| Llama-3.1-8B | 128 KiB | 512 MiB | 16 GiB | 128 GiB |" in configs
 
 
 @pytest.mark.slow

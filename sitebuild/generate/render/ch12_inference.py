@@ -92,12 +92,12 @@ def render_hbm(results: list[dict], out_dir: Path) -> None:
 
 
 CONFIGS = [  # (名称, 层数, KV 头数或 None（MLA）, d_head, d_latent, d_rope)
-    ("Llama-3.1-8B（GQA-8）", 32, 8, 128, None, None),
-    ("同尺寸 MHA（32 头）", 32, 32, 128, None, None),
-    ("同尺寸 MQA（1 头）", 32, 1, 128, None, None),
-    ("Llama-3.1-70B（GQA-8）", 80, 8, 128, None, None),
-    ("DeepSeek-V2（MLA）", 60, None, None, 512, 64),
-    ("DeepSeek-V2 尺寸的 MHA", 60, 128, 128, None, None),
+    ("Llama-3.1-8B", 32, 8, 128, None, None),
+    ("8B 若用 MHA", 32, 32, 128, None, None),
+    ("8B 若用 MQA", 32, 1, 128, None, None),
+    ("Llama-3.1-70B", 80, 8, 128, None, None),
+    ("DeepSeek-V2", 60, None, None, 512, 64),
+    ("V2 若用 MHA", 60, 128, 128, None, None),
 ]
 
 
@@ -108,7 +108,8 @@ def render_kv_configs(results: list[dict], out_dir: Path) -> None:
         def size(t):
             return kv_cache_bytes(layers, t, kv, d_head) if kv else mla_cache_bytes(layers, t, d_c, d_r)
         rows.append([name, _size(size(1), 6)] + [_size(size(t), 6) for t in (4096, 131072, 1048576)])
-    text = ("bf16（2 字节）、batch 1，所有层合计；4K = 4,096、128K = 131,072、1M = 1,048,576 个词元。"
+    text = ("Llama-3.1 两个模型用 GQA-8（8 个 KV 头），DeepSeek-V2 用 MLA；「若用 MHA/MQA」是同样层数与头宽、KV 头数换成"
+            "查询头数或 1 的假想配置。bf16（2 字节）、batch 1，所有层合计；4K = 4,096、128K = 131,072、1M = 1,048,576 个词元。"
             "由 `kv_cache_bytes` / `mla_cache_bytes` 算出。\n\n")
     write_text(out_dir, "ch12-kv-configs.md", text + md_table(head, rows))
 
@@ -118,13 +119,13 @@ def _attention_block(r: dict) -> str:
     a = r["probes"]["attention"]
     ns = sorted({row["n"] for row in a["rows"]})
     by = {(row["method"], row["n"]): row for row in a["rows"]}
-    mem = [[f"{n:,}"] + [_size(by[(m, n)]["peak_bytes"]) for m in METHOD_LABELS] for n in ns]
+    mem = [[f"{n:,}"] + [f"{by[(m, n)]['peak_bytes'] / 2 ** 20:.3g}" for m in METHOD_LABELS] for n in ns]
     tim = [[f"{n:,}"] + [f"{1000 * by[(m, n)]['time_s']:.2f}" for m in METHOD_LABELS] for n in ns]
     diff = max(row["max_abs_diff_vs_naive"] for row in a["rows"])
     short = ["n", "朴素", "在线", "flash", "sdpa"]
     return (f"q、k、v 各 (1, 1, n, {a['d']})，float32；在线 softmax 与 flash_attention 的块大小 {a['block']}；"
             f"时间是 {a['repeats']} 次调用的中位数（{a['timer']}）。四种实现的输出与朴素实现最多相差 {diff:.1e}。\n\n"
-            "峰值额外内存（输入不计）：\n\n" + md_table(short, mem) + "\n时间（毫秒）：\n\n" + md_table(short, tim)
+            "峰值额外内存（MiB，输入不计）：\n\n" + md_table(short, mem) + "\n时间（毫秒）：\n\n" + md_table(short, tim)
             + "\n" + md_caption(r))
 
 
@@ -222,18 +223,22 @@ def render_serving(results: list[dict], out_dir: Path) -> None:
         return
     s = r["probes"]["serving"]
     c = s["config"]
-    head = ["种子", "批处理", "词/步", "平均延迟", "p90", "连续预留浪费", "分页浪费"]
-    body = []
+    head_a = ["种子", "词/步", "平均延迟", "p90 延迟"]
+    head_b = ["种子", "连续预留浪费", "分页浪费"]
+    body_a, body_b = [], []
     for x in s["rows"]:
-        for policy, label in (("static", "静态"), ("continuous", "连续")):
-            p = x[policy]
-            body.append([x["seed"], label, f"{p['tokens_per_step']:.2f}", f"{p['mean_latency']:.0f}",
-                         p["p90_latency"], f"{100 * p['contiguous_waste']:.1f}%", f"{100 * p['paged_waste']:.1f}%"])
+        st, co = x["static"], x["continuous"]
+        body_a.append([x["seed"], f"{st['tokens_per_step']:.2f} → {co['tokens_per_step']:.2f}",
+                       f"{st['mean_latency']:.0f} → {co['mean_latency']:.0f}", f"{st['p90_latency']} → {co['p90_latency']}"])
+        body_b.append([x["seed"], f"{100 * st['contiguous_waste']:.1f}% / {100 * co['contiguous_waste']:.1f}%",
+                       f"{100 * st['paged_waste']:.1f}% / {100 * co['paged_waste']:.1f}%"])
     text = (f"{c['requests']} 个请求，提示与输出长度在 {c['prompt'][0]}–{c['prompt'][1]} 之间对数均匀，到达间隔平均 "
             f"{c['mean_gap']} 步（指数分布）；最多 {c['max_batch']} 个请求同时在批里，每步给每个请求生成一个词。"
             f"延迟以步计，从到达到最后一个词。连续预留给每个请求留 {c['max_len']} 个位置；分页的块是 {c['block_size']} 个词元。"
             "浪费 = 1 − 实际存的词元数 / 占用的位置数，对所有步求和后再除。\n\n")
-    write_text(out_dir, "ch12-serving.md", text + md_table(head, body) + "\n" + md_caption(r))
+    tables = ("吞吐与延迟，每格「静态 → 连续」：\n\n" + md_table(head_a, body_a)
+              + "\n缓存位置的浪费，每格「静态 / 连续」两种调度下：\n\n" + md_table(head_b, body_b))
+    write_text(out_dir, "ch12-serving.md", text + tables + "\n" + md_caption(r))
 
 
 RENDERERS = [render_roofline, render_hbm, render_kv_configs, render_attention, render_attention_figure,
