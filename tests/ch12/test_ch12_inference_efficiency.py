@@ -180,6 +180,8 @@ def test_kv_cache_for_real_configs():
     assert mla_cache_bytes(60, 2 ** 20, 512, 64) / GIB == 67.5
     assert_states(INTERVIEW, "67.5GiB")
     assert 319 * kv_cache_bytes(32, 4096, 8, 128) / GIB == 159.5  # 12.9：319 个 4K 词元的请求约 160 GiB
+    assert 16 * kv_cache_bytes(32, 32768, 8, 128) == 64 * GIB  # 批大小 16、各 32K 词元
+    assert_states(CACHE, "16\\times4GiB=64GiB")
     assert_states(CH12 + "questions.md", "约160GiB")
     assert_states(CACHE, "128KiB", "16GiB", "320KiB", "40GiB", "320GiB", "69120", "8.4375GiB")
 
@@ -272,6 +274,7 @@ def test_paged_cache_equals_contiguous():
             assert torch.equal(a, b)
             token = a.argmax(-1, keepdim=True)
     assert [len(c.block_table) for c, _ in paged.layers] == [3, 3]  # ⌈11 / 4⌉ = 3 块
+    assert_states(CACHE, "\\lceil11/4\\rceil=3")
     assert len(pool.free) == 16 - 6
 
 
