@@ -66,7 +66,7 @@ def test_flash_equals_sdpa(causal, n_q, n_k, block_q, block_k):
 
 
 @pytest.mark.claim("ch12-flash-lse", paper="Dao et al. 2022 §3.1; Dao 2023",
-                   title="logsumexp 与重算",
+                   title="反向传播只存 logsumexp、重算 P",
                    text="flash_attention 返回的 lse 等于 torch.logsumexp(QKᵀ/√d_k)（被遮住的位置不计入），float64 下 < 1e-10；"
                         "反向传播只存 lse，由 Q、K 重算出的 P = exp(S − L) 与 softmax(S) 相差 < 1e-12")
 @pytest.mark.parametrize("causal,n_q,n_k,block_q,block_k", CASES)
@@ -81,7 +81,7 @@ def test_flash_lse_and_recompute(causal, n_q, n_k, block_q, block_k):
     assert (p - torch.softmax(s, dim=-1)).abs().max().item() < 1e-12
 
 
-@pytest.mark.claim("ch12-flash-flops", paper="Table 1; Dao et al. 2022",
+@pytest.mark.claim("ch12-flash-flops", paper="表 1; Dao et al. 2022",
                    title="常见误解：FlashAttention 减少了 FLOPs",
                    text="FlopCounterMode 数出的矩阵乘 FLOPs：flash_attention（非因果）与公式 (1) 的朴素实现相同，都是 4n²d；"
                         "n = 100、d = 16 时都是 640,000")
@@ -215,7 +215,7 @@ def test_mla_absorbed_equals_naive():
             assert (m(x, absorbed=True) - m(x)).abs().max().item() < 1e-10
 
 
-@pytest.mark.claim("ch12-mla-cache", paper="DeepSeek-V2 §2.1.3, Table 1",
+@pytest.mark.claim("ch12-mla-cache", paper="DeepSeek-V2 §2.1.3, 表 1",
                    title="MLA 每个词元的缓存",
                    text="MLA 每层每个词元缓存 d_c + d_h^R 个数（latent_cache 的两个张量，与头数无关）；"
                         "d_c = 512、d_h^R = 64 时 576 个，等于 2.25 个 KV 头（2·128 = 256 个数一组），"
