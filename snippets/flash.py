@@ -94,12 +94,13 @@ def hbm_closed_form(n, d, sram_bytes, method, bytes_per_value=2):
 
 
 # --8<-- [start:roofline]
-# 加速器的峰值（厂商规格表；稠密 = 不用 2:4 结构化稀疏；BF16/FP16 张量核心）与 HBM 带宽
+# 加速器的峰值（NVIDIA 的规格表；稠密 = 不用 2:4 结构化稀疏，即表中带星号的稀疏值的一半；BF16 张量核心）与 HBM 带宽
 ACCELERATORS = {
     "A100 SXM 80GB": {"bf16_dense_flops": 312e12, "hbm_bytes_per_s": 2.039e12,
-                      "source": "https://www.nvidia.com/en-us/data-center/a100/"},
+                      "source": "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+                                "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf"},
     "H100 SXM": {"bf16_dense_flops": 989.5e12, "hbm_bytes_per_s": 3.35e12,
-                 "source": "https://www.nvidia.com/en-us/data-center/h100/"},
+                 "source": "https://resources.nvidia.com/en-us-gpu-resources/h100-datasheet-24306"},
     "H200 SXM": {"bf16_dense_flops": 989.5e12, "hbm_bytes_per_s": 4.8e12,
                  "source": "https://www.nvidia.com/en-us/data-center/h200/"},
 }

@@ -20,7 +20,7 @@ from snippets.multihead import kv_cache_bytes, mla_cache_bytes
 from snippets.positional import apply_rope
 from snippets.serving import BlockPool, PagedKVCache, dequantize_int8, kv_waste, quantize_int8
 from snippets.transformer import DecoderCache, Transformer
-from tests.support.pages import assert_states, chapter
+from tests.support.pages import assert_states, chapter, plain
 
 F64 = torch.float64
 CH12 = chapter("12")
@@ -161,6 +161,10 @@ def test_ridge_points_and_batch():
     for name, b in batch.items():  # b 是最小的：b − 1 还在带宽一侧
         assert linear_intensity(b - 1, 8192, 8192) < ridge[name] <= linear_intensity(b, 8192, 8192)
     assert_states(DERIVATION, "153", "295", "206", "159", "319", "218")
+    for name, a in ACCELERATORS.items():  # 页面上的规格表与代码里的数相同
+        assert_states(DERIVATION, f"|{name}|{a['bf16_dense_flops'] / 1e12:g}TFLOP/s|{a['hbm_bytes_per_s'] / 1e12:g}TB/s|")
+        assert a["source"].startswith(("https://www.nvidia.com/", "https://resources.nvidia.com/"))
+        assert a["source"] in plain(DERIVATION)
 
 
 # ---------- KV cache, MQA/GQA/MLA ----------
