@@ -222,6 +222,21 @@ def restricted_attention(q, k, v, r, mask=None, check_inputs=True):
 
 
 # --8<-- [start:online-softmax]
+def online_softmax_update(m, l, acc, s, v_blk):
+    """在线 softmax 的一步：把一块分数 s (..., bq, bk) 和它对应的 v_blk (..., bk, d_v) 并入 (m, l, acc)。
+
+    m (..., bq, 1) 行最大值，l (..., bq, 1) 指数和，acc (..., bq, d_v) 未归一化输出；返回新的 (m, l, acc)。
+    """
+    m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., bq, 1)
+    # 一行到目前全被遮住时 m_new = -inf；拿 0 当参考点，避免 (-inf) − (-inf) = NaN
+    ref = m_new.masked_fill(m_new == float("-inf"), 0.0)
+    p = torch.exp(s - ref)  # (..., bq, bk)，被遮住处 exp(-inf) = 0
+    scale = torch.exp(m - ref)  # 旧统计量的校正因子 exp(m − m')；第一块时为 0
+    l = scale * l + p.sum(dim=-1, keepdim=True)
+    acc = scale * acc + p @ v_blk
+    return m_new, l, acc
+
+
 def online_softmax_attention(q, k, v, block=128, mask=None):
     """FlashAttention 的思路：逐块扫过 K、V，用"在线 softmax"得到与公式 (1) 完全相同的结果。
 
@@ -254,14 +269,7 @@ def online_softmax_attention(q, k, v, block=128, mask=None):
             s = q_blk @ k[..., j:j + block, :].transpose(-2, -1)  # (..., bq, bk)
             if mask is not None:
                 s = s.masked_fill(~mask[..., i:i + block, j:j + block], float("-inf"))
-            m_new = torch.maximum(m, s.amax(dim=-1, keepdim=True))  # (..., bq, 1)
-            # 一行到目前全被遮住时 m_new = -inf；拿 0 当参考点，避免 (-inf) − (-inf) = NaN
-            ref = m_new.masked_fill(m_new == float("-inf"), 0.0)
-            p = torch.exp(s - ref)  # (..., bq, bk)，被遮住处 exp(-inf) = 0
-            scale = torch.exp(m - ref)  # 旧统计量的校正因子 exp(m − m')；第一块时为 0
-            l = scale * l + p.sum(dim=-1, keepdim=True)
-            acc = scale * acc + p @ v[..., j:j + block, :]
-            m = m_new
+            m, l, acc = online_softmax_update(m, l, acc, s, v[..., j:j + block, :])
         # out = acc / l；整行被遮住时 acc = l = 0，约定输出 0
         out[..., i:i + block, :] = acc / l.masked_fill(l == 0, 1.0)
     return out

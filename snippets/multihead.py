@@ -148,4 +148,16 @@ def kv_cache_bytes(n_layers, seq_len, n_kv_heads, d_head, bytes_per_value=2, bat
         if not isinstance(v, int) or isinstance(v, bool) or v < 0:
             raise ValueError(f"{name} must be a non-negative int, got {name}={v!r}")
     return 2 * n_layers * batch * seq_len * n_kv_heads * d_head * bytes_per_value
+
+
+def mla_cache_bytes(n_layers, seq_len, d_latent, d_rope, bytes_per_value=2, batch=1):
+    """MLA（第 12 章）的缓存字节数：每层、每个词元只存潜向量 c（d_latent）和共用的 RoPE 键（d_rope）。
+
+    n_layers · batch · seq_len · (d_latent + d_rope) · bytes_per_value；没有 K、V 两份，也没有 n_kv_heads。
+    """
+    for name, v in (("n_layers", n_layers), ("seq_len", seq_len), ("d_latent", d_latent), ("d_rope", d_rope),
+                    ("bytes_per_value", bytes_per_value), ("batch", batch)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {name}={v!r}")
+    return n_layers * batch * seq_len * (d_latent + d_rope) * bytes_per_value
 # --8<-- [end:formulas]
