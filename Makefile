@@ -86,6 +86,7 @@ test-browser: setup figures
 # Measurements (wall time is measured here, never asserted in a test).
 probes: $(VENV_STAMP)
 	$(PY) -m snippets.probes --device $(DEVICE) --preset $(PRESET)
+	$(PY) -m snippets.probes.inference --device $(DEVICE) --preset $(PRESET)
 
 # Every experiment in snippets/experiments/ (training runs on the CPU): results/<kind>.json.
 experiments: $(VENV_STAMP)
