@@ -19,8 +19,10 @@ dropout 0.1，训练集 1000 对、评估集 500 对新序列）：
 每次运行记下评估集困惑度（教师强制，不含平滑项）、逐词准确率、训练集困惑度（两者之差看过拟合）与参数量。
 注意 noam_lr 含 d_model^{-1/2}：改宽度也改了学习率的大小，这正是论文公式的做法，页面照实说明。
 
-预设：tiny（测试用，几秒，结论没有意义）、quick（1 个种子，100 步，约 1 分钟）、
-full（3 个种子，300 步，页面用它，约 5 分钟，与别的会话同时运行时更久，provenance 记着运行时间与负载）。
+预设：tiny（测试用，几秒，结论没有意义）、quick（9 个变体，1 个种子，100 步，约 1 分钟）、
+full（同样 9 个变体，2 个种子，300 步，页面用它，单独运行约 5 分钟）、long（全部 11 个变体，4 个种子，300 步，
+写 results/model-variations-long.json，单独运行约 12 分钟）。本机与别的会话共用 2 个核，实际运行时间与负载
+记在结果文件的 provenance 里。
 
 运行：python -m snippets.experiments.model_variations --preset full   （CPU，单线程）
 """
@@ -55,12 +57,17 @@ VARIANTS = {
     "small-drop-0.3": ("D-small", {"dropout": 0.3}, {"n_train": 100}),
 }
 COMMON = {**recipe.COMMON, "variants": list(VARIANTS), "label_smoothing": 0.1, "beta2": 0.98}
+FULL_VARIANTS = ["base", "dk-4", "d-32", "d-128", "layers-4", "drop-0", "small-drop-0", "small-drop-0.1",
+                 "small-drop-0.3"]
 PRESETS = {
     "tiny": {**COMMON, "variants": ["base", "dk-4", "small-drop-0"], "seeds": [0], "steps": 3, "warmup": 2,
              "n_train": 32, "n_eval": 16},
-    "quick": {**COMMON, "seeds": [0], "steps": 100},
-    "full": {**COMMON, "seeds": [0, 1, 2], "steps": 300},
+    "quick": {**COMMON, "variants": FULL_VARIANTS, "seeds": [0], "steps": 100},
+    "full": {**COMMON, "variants": FULL_VARIANTS, "seeds": [0, 1], "steps": 300},
+    # long：全部 11 个变体、4 个种子、同样 300 步，回答「多几个种子、多两个变体，读法会不会变」
+    "long": {**COMMON, "seeds": [0, 1, 2, 3], "steps": 300},
 }
+LONG_OUT = "model-variations-long.json"
 
 
 def run_variant(name: str, seed: int, cfg: dict, lengths: list[int]) -> dict:
@@ -104,7 +111,8 @@ def run(preset: str, cfg: dict) -> dict:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick")
+    return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick",
+                           outputs={"long": LONG_OUT})
 
 
 if __name__ == "__main__":
