@@ -70,6 +70,40 @@ def table3_param_count(n_layers, d_model, d_ff, n_heads, d_k, d_v, vocab,
 # --8<-- [end:param-count]
 
 
+# --8<-- [start:parsing]
+# 论文 §6.3 写明的句法分析设置（没有写的：d_ff、h、训练步数、dropout 取值、学习率）
+PARSING_SETTINGS = {"layers": 4, "d_model": 1024, "wsj_sentences": 40_000, "semi_supervised_sentences": 17_000_000,
+                    "vocab_wsj": 16_000, "vocab_semi": 32_000, "max_extra_output": 300, "beam": 21, "alpha": 0.3}
+# 表 4（WSJ 第 23 节 F1），按论文的顺序：(解析器, 训练方式, F1)
+TABLE4 = [
+    ("Vinyals & Kaiser el al. (2014)", "WSJ only, discriminative", 88.3),
+    ("Petrov et al. (2006)", "WSJ only, discriminative", 90.4),
+    ("Zhu et al. (2013)", "WSJ only, discriminative", 90.4),
+    ("Dyer et al. (2016)", "WSJ only, discriminative", 91.7),
+    ("Transformer (4 layers)", "WSJ only, discriminative", 91.3),
+    ("Zhu et al. (2013)", "semi-supervised", 91.3),
+    ("Huang & Harper (2009)", "semi-supervised", 91.3),
+    ("McClosky et al. (2006)", "semi-supervised", 92.1),
+    ("Vinyals & Kaiser el al. (2014)", "semi-supervised", 92.1),
+    ("Transformer (4 layers)", "semi-supervised", 92.7),
+    ("Luong et al. (2015)", "multi-task", 93.0),
+    ("Dyer et al. (2016)", "generative", 93.3),
+]
+
+
+def linearize_tree(tree):
+    """把一棵成分句法树写成一串符号（深度优先）：(S (NP the cat )NP (VP sat )VP )S。
+
+    tree 是 (标签, [子树或词, ...])；词是字符串。输出里每个成分贡献开、闭两个括号符号，
+    所以 n 个词、k 个成分的句子输出 n + 2k 个符号：输出比输入长得多，而且括号必须配对。"""
+    label, children = tree
+    out = ["(" + label]
+    for child in children:
+        out += [child] if isinstance(child, str) else linearize_tree(child)
+    return out + [")" + label]
+# --8<-- [end:parsing]
+
+
 # --8<-- [start:checks]
 def _check_table3_args(**sizes):
     """每个尺寸必须是整数；learned_positions 可以是 0，其余至少是 1。报错时写出全部尺寸。"""
