@@ -111,3 +111,23 @@ def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
 
 
 RENDERERS = [render_table3, render_param_count, render_sweep_table, render_sweep_figure]
+
+
+def render_long_table(results: list[dict], out_dir: Path) -> None:
+    """full（300 步）与 long（900 步）并排：同样的种子与设置，只差步数，只有 long 跑过的 5 个变体。"""
+    full, long = pick(results, "model-variations", ("full",)), pick(results, "model-variations", ("long",))
+    if full is None or long is None:
+        write_text(out_dir, "ch10-variations-long.md", NO_RESULTS)
+        return
+    head = ["变体", f"{full['config']['steps']} 步", f"{long['config']['steps']} 步"]
+    rows = []
+    for s in long["summary"]:
+        (f,) = [x for x in full["summary"] if x["variant"] == s["variant"]]
+        rows.append([VARIANT_LABELS[s["variant"]], f"{f['perplexity_mean']:.3f}",
+                     f"{s['perplexity_mean']:.3f}（{s['perplexity_min']:.3f}–{s['perplexity_max']:.3f}）"])
+    text = (f"评估集困惑度，种子 {long['config']['seeds']} 的均值（900 步一列的括号里是最小–最大）。两次运行只差训练步数，"
+            "其余设置、数据与种子都相同。\n\n")
+    write_text(out_dir, "ch10-variations-long.md", text + md_table(head, rows) + "\n" + md_caption(full, long))
+
+
+RENDERERS.append(render_long_table)
