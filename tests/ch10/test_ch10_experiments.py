@@ -122,3 +122,25 @@ def test_tiny_smoke_run(tmp_path):
     data = load_results(out)
     assert data["preset"] == "tiny" and [r["variant"] for r in data["runs"]] == ["base", "dk-4", "small-drop-0"]
     assert data["runs"][1]["model"]["d_k"] == 4
+
+
+@pytest.mark.claim("ch10-toy-long", paper="§6.2 表 3 (B)(C)", results="results/model-variations-long.json",
+                   title="玩具 (B)(C)：多练 3 倍",
+                   text="900 步、同样 2 个种子：基线、d_k = 4、d = 32、d = 128 的评估集困惑度均值 1.27、1.28、1.30、1.30，彼此之差小于基线两个种子之差"
+                        "（1.13 与 1.41）；d_k = 4 在种子 1 上好于基线；只有 4 层在两个种子上都比基线差（均值 1.54）；d = 32 与 d = 128 的参数差 15 倍")
+def test_toy_long(full):
+    long = committed(LONG, "long")
+    assert long["config"]["steps"] == 3 * full["config"]["steps"] == 900
+    assert long["config"]["seeds"] == full["config"]["seeds"]
+    means = {s["variant"]: round(s["perplexity_mean"], 2) for s in long["summary"]}
+    assert means == {"base": 1.27, "dk-4": 1.28, "d-32": 1.30, "d-128": 1.30, "layers-4": 1.54}
+    base = ppl(long, "base")
+    assert (round(base[0], 2), round(base[1], 2)) == (1.13, 1.41)
+    spread = max(base.values()) - min(base.values())
+    for variant in ("dk-4", "d-32", "d-128"):
+        assert abs(summary(long, variant)["perplexity_mean"] - summary(long, "base")["perplexity_mean"]) < spread
+    assert ppl(long, "dk-4")[1] < base[1]
+    assert all(ppl(long, "layers-4")[s] > base[s] for s in base)
+    small, wide = summary(long, "d-32")["params"], summary(long, "d-128")["params"]
+    assert (small, wide) == (43_136, 664_064) and round(wide / small) == 15
+    assert_states(CODE, "1.27、1.28、1.30、1.30", "（1.13与1.41）", "均值1.54", "15倍", "43136与664064")

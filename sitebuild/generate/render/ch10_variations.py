@@ -49,7 +49,7 @@ def render_table3(results: list[dict], out_dir: Path) -> None:
 
 
 def render_param_count(results: list[dict], out_dir: Path) -> None:
-    head = ["行", "论文", *(f"|V|={v // 1000}K" for v in VOCABS)]
+    head = ["行", "论文", *(f"词表 {v // 1000}K" for v in VOCABS)]
     rows = []
     for r in table3():
         if r["params_m"] is None and r["group"] != "E":
@@ -61,7 +61,7 @@ def render_param_count(results: list[dict], out_dir: Path) -> None:
             ok = r["params_m"] is not None and rounds_to(c, r["params_m"])
             cells.append(f"{c / 1e6:.2f}" + (" ✔" if ok else ""))
         rows.append([row_label(r), "—" if r["params_m"] is None else r["params_m"], *cells])
-    text = ("单位：百万个参数。按读者模型的约定（每个线性层带偏置，LayerNorm 有增益和偏置，没有末尾 LayerNorm，"
+    text = ("单位：百万个参数；后三列是按三个词表大小重算的值。按读者模型的约定（每个线性层带偏置，LayerNorm 有增益和偏置，没有末尾 LayerNorm，"
             "输出投影无偏置，三处共享一个嵌入矩阵）用 `table3_param_count` 算出；✔ 表示四舍五入到百万后等于论文的值。"
             f"(E) 行按 {E_POSITIONS} 个位置的可学习表示意（论文没有写表长，也没有报告参数量）。\n\n")
     write_text(out_dir, "ch10-param-count.md", text + md_table(head, rows))
