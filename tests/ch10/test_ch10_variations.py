@@ -64,7 +64,7 @@ def test_table3_rows(tmp_path):
 
 
 # ---------------------------------------------------------------------------- parameter counts
-@pytest.mark.claim("ch10-params-base", paper="§6.2 表 3", title="base 的参数量",
+@pytest.mark.claim("ch10-params-base", paper="§6.2 表 3", title="base 的参数量：63,082,496",
                    text="table3_param_count(6, 512, 2048, 8, 64, 64, 37000) = 63,082,496，与第 02 章的 transformer_param_count 相同")
 def test_base_count():
     n = table3_param_count(6, 512, 2048, 8, 64, 64, 37000)
@@ -87,7 +87,7 @@ def test_every_row_matches_the_reader_model():
             assert attn.w_q.out_features == r["h"] * r["d_k"] and attn.w_v.out_features == r["h"] * r["d_v"]
 
 
-@pytest.mark.claim("ch10-params-vocab", paper="§5.1、表 3", title="隐含词表",
+@pytest.mark.claim("ch10-params-vocab", paper="§5.1、表 3", title="表 3 参数量的隐含词表：base 族约 41K，big 约 36K",
                    text="|V| = 37000 时有参数量的 11 行没有一行四舍五入到论文的值；|V| = 41000 时 base 族的 10 行全部对上，"
                         "big 是 218.34M；|V| = 36000 时 big 对上（213.22M）")
 def test_implied_vocabulary(tmp_path):
@@ -115,7 +115,7 @@ def test_row_a_keeps_the_count():
     assert table3_param_count(6, 512, 2048, 8, 32, 64, 37000) != base       # the count does see d_k
 
 
-@pytest.mark.claim("ch10-params-dk", paper="§6.2 表 3 (B)", title="d_k 省下的参数",
+@pytest.mark.claim("ch10-params-dk", paper="§6.2 表 3 (B)", title="(B) 行：d_k 64→16 少 7,091,712 个参数",
                    text="d_k 从 64 降到 16 少 7,091,712 个参数（每个注意力子层 393,984 个，共 18 个），与词表无关；"
                         "论文是 65 − 58 = 7（M）")
 def test_dk_saving():
@@ -181,7 +181,7 @@ def test_ppl_and_bleu_disagree():
     assert_states(DERIVATION, "困惑度4.67比base的4.92好，BLEU25.3却比25.8差")
 
 
-@pytest.mark.claim("ch10-ppl-per-word", paper="§6.2 表 3 表注", title="每词困惑度",
+@pytest.mark.claim("ch10-ppl-per-word", paper="§6.2 表 3 表注", title="每词困惑度是每词元困惑度的 T_wp/T_w 次方",
                    text="同一个测试集的总对数概率下，PPL_w = PPL_wp^(T_wp/T_w)；每词 1.3 个词元时 4.92 对应每词 7.94")
 def test_per_word_perplexity():
     gen = torch.Generator().manual_seed(0)
@@ -193,7 +193,7 @@ def test_per_word_perplexity():
     assert_states(DERIVATION, "4.92^{1.3}\\approx7.94")
 
 
-@pytest.mark.claim("ch10-big-width", paper="§6.2 表 3 (C)、big", title="big 更宽而不更深",
+@pytest.mark.claim("ch10-big-width", paper="§6.2 表 3 (C)、big", title="big 与 base 同为 6 层，差在宽度",
                    text="big 与 base 的 N 都是 6，big 改的是 d_model、d_ff、h、P_drop 与训练步数；(C) 行里 N = 8 的 BLEU 25.5 "
                         "低于 d_model = 1024 的 26.0 与 d_ff = 4096 的 26.2")
 def test_big_is_wider_not_deeper():
@@ -204,7 +204,7 @@ def test_big_is_wider_not_deeper():
     assert_states(DERIVATION, "加深到N=8的BLEU是25.5，加宽到d=1024是26.0，d_{ff}=4096是26.2")
 
 
-@pytest.mark.claim("ch10-no-dropout", paper="§6.2 表 3 (D)", title="去掉 dropout",
+@pytest.mark.claim("ch10-no-dropout", paper="§6.2 表 3 (D)", title="去掉 dropout 的困惑度在表 3 里倒数第二",
                    text="P_drop = 0 的困惑度 5.77 在表 3 的 20 行里仅次于 N = 2 的 6.11，比 d_model = 256 的 5.75 还差；BLEU 24.6")
 def test_no_dropout_rank():
     by_ppl = sorted(table3(), key=lambda r: -r["ppl"])
@@ -214,7 +214,7 @@ def test_no_dropout_rank():
     assert_states(DERIVATION, "仅次于N=2的6.11，比把d减半（5.75）还差")
 
 
-@pytest.mark.claim("ch10-lr-width", paper="§5.3 公式 (3)", title="宽度改了学习率",
+@pytest.mark.claim("ch10-lr-width", paper="§5.3 公式 (3)", title="公式 (3) 的 d^(−1/2)：加宽同时降低学习率",
                    text="noam_lr 含 d_model^(−1/2)：同一步上 d_model = 128 的学习率是 d_model = 64 的 1/√2 ≈ 0.707 倍")
 def test_width_changes_the_learning_rate():
     for step in (1, 50, 100, 300):
@@ -266,7 +266,7 @@ def test_table4_on_the_page():
     assert ours == [("WSJ only, discriminative", 91.3), ("semi-supervised", 92.7)]
 
 
-@pytest.mark.claim("ch10-parsing-exception", paper="§6.3 表 4", title="「除了 RNNG」的边界",
+@pytest.mark.claim("ch10-parsing-exception", paper="§6.3 表 4", title="表 4：「除了 RNNG 都更好」只在组内成立",
                    text="表 4 中高于 Transformer 最好成绩 92.7 的有 RNNG（93.3）与多任务的 Luong 等（93.0）；仅 WSJ 组内只有判别式 RNNG（91.7）"
                         "高于 91.3；仅 WSJ 的 91.3 高于 BerkeleyParser（Petrov 等）的 90.4")
 def test_parsing_claim_boundary():
