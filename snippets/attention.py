@@ -92,7 +92,8 @@ class MultiHeadAttention(nn.Module):
     head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V)。
 
     h 个头的 W_i^Q（d_model × d_head）并排拼成一个 d_model × d_model 的 w_q，
-    w_k、w_v 同理；每个头的宽度 d_head = d_model / h。
+    w_k、w_v 同理；每个头的宽度 d_head = d_model / h。d_k（可选，表 3 (B)）只把查询、键的头宽改成 d_k，
+    值的头宽仍是 d_head：w_q、w_k 变成 d_model × (h·d_k)。
     forward(query (batch, n_q, d_model), key (batch, n_k, d_model), value (batch, n_k, d_model), mask)
     返回 out (batch, n_q, d_model) 和每个头的 weights (batch, h, n_q, n_k)。
     n_q 可以不等于 n_k（交叉注意力）。mask：bool，True = 可以看，能广播到
@@ -103,33 +104,37 @@ class MultiHeadAttention(nn.Module):
 
     check_inputs = True
 
-    def __init__(self, d_model, num_heads, bias=True):
+    def __init__(self, d_model, num_heads, bias=True, d_k=None):
         super().__init__()
         if not isinstance(d_model, int) or not isinstance(num_heads, int) or d_model < 1 or num_heads < 1:
             raise ValueError(f"d_model and num_heads must be positive ints, got d_model={d_model!r}, "
                              f"num_heads={num_heads!r}")
         if d_model % num_heads != 0:
             raise ValueError(f"d_model={d_model} is not divisible by num_heads={num_heads}")
+        if d_k is not None and (not isinstance(d_k, int) or d_k < 1):
+            raise ValueError(f"d_k must be a positive int or None, got d_k={d_k!r} (d_model={d_model}, "
+                             f"num_heads={num_heads})")
         self.d_model, self.num_heads = d_model, num_heads
-        self.d_head = d_model // num_heads
-        self.w_q = nn.Linear(d_model, d_model, bias=bias)  # 拼起来的 W_1^Q … W_h^Q
-        self.w_k = nn.Linear(d_model, d_model, bias=bias)
+        self.d_head = d_model // num_heads                    # 值的头宽 d_v
+        self.d_k = self.d_head if d_k is None else d_k        # 查询、键的头宽
+        self.w_q = nn.Linear(d_model, num_heads * self.d_k, bias=bias)  # 拼起来的 W_1^Q … W_h^Q
+        self.w_k = nn.Linear(d_model, num_heads * self.d_k, bias=bias)
         self.w_v = nn.Linear(d_model, d_model, bias=bias)
         self.w_o = nn.Linear(d_model, d_model, bias=bias)  # W^O
 
     def _split_heads(self, x):
         batch, n, _ = x.shape  # (batch, n, d_model)
-        return x.view(batch, n, self.num_heads, self.d_head).transpose(1, 2)  # (batch, h, n, d_head)
+        return x.view(batch, n, self.num_heads, -1).transpose(1, 2)  # (batch, h, n, d_k 或 d_head)
 
     def forward(self, query, key, value, mask=None, cache=None):
         if self.check_inputs:
             _check_mha_inputs(self, query, key, value, mask, cache)
         batch, n_q, _ = query.shape
-        q = self._split_heads(self.w_q(query))  # (batch, h, n_q, d_head)
+        q = self._split_heads(self.w_q(query))  # (batch, h, n_q, d_k)
         if cache is not None and cache.static and cache.k is not None:
             k, v = cache.k, cache.v  # 交叉注意力：K、V 第一次就从 key、value 算好了，之后只读
         else:
-            k = self._split_heads(self.w_k(key))  # (batch, h, n_k, d_head)
+            k = self._split_heads(self.w_k(key))  # (batch, h, n_k, d_k)
             v = self._split_heads(self.w_v(value))  # (batch, h, n_k, d_head)
             if cache is not None:
                 k, v = cache.update(k, v)  # 接在缓存的旧位置后面：(batch, h, t, d_head)

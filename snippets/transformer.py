@@ -124,11 +124,11 @@ class EncoderLayer(nn.Module):
     """编码器层：多头自注意力 + 残差/LN，再接 FFN + 残差/LN。"""
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int,
-                 dropout: float = 0.1, norm_first: bool = False, eps: float = 1e-5):
+                 dropout: float = 0.1, norm_first: bool = False, eps: float = 1e-5, d_k: int | None = None):
         super().__init__()
         self.d_model = d_model
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, d_k=d_k)   # d_k=None：d_model / h
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.norm1 = nn.LayerNorm(d_model, eps=eps)
         self.norm2 = nn.LayerNorm(d_model, eps=eps)
@@ -164,12 +164,12 @@ class DecoderLayer(nn.Module):
     """解码器层：带因果掩码的自注意力、交叉注意力（K/V 来自编码器输出）、FFN，各带残差/LN。"""
 
     def __init__(self, d_model: int, num_heads: int, d_ff: int,
-                 dropout: float = 0.1, norm_first: bool = False, eps: float = 1e-5):
+                 dropout: float = 0.1, norm_first: bool = False, eps: float = 1e-5, d_k: int | None = None):
         super().__init__()
         self.d_model = d_model
         self.norm_first = norm_first
-        self.self_attn = MultiHeadAttention(d_model, num_heads)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads)
+        self.self_attn = MultiHeadAttention(d_model, num_heads, d_k=d_k)   # d_k=None：d_model / h
+        self.cross_attn = MultiHeadAttention(d_model, num_heads, d_k=d_k)
         self.ffn = PositionwiseFeedForward(d_model, d_ff, dropout)
         self.norm1 = nn.LayerNorm(d_model, eps=eps)
         self.norm2 = nn.LayerNorm(d_model, eps=eps)
@@ -222,12 +222,13 @@ class Transformer(nn.Module):
     - norm_first=False：论文的 post-LN；True：pre-LN，此时编码器和解码器栈末尾各加一个 LayerNorm
       （否则残差流没有归一化就进入交叉注意力和输出投影）。post-LN 没有末尾 LayerNorm。
     - scale_embedding=True：嵌入乘 √d_model（§3.4）。
+    - d_k：查询、键的头宽（默认 d_model / h；表 3 (B) 把它调小，值的头宽不变）。
     """
 
     def __init__(self, vocab_size: int, d_model: int = 512, num_heads: int = 8,
                  num_layers: int = 6, d_ff: int = 2048, dropout: float = 0.1,
                  max_len: int = 1024, tie_weights: bool = True, norm_first: bool = False,
-                 scale_embedding: bool = True):
+                 scale_embedding: bool = True, d_k: int | None = None):
         super().__init__()
         if d_model % num_heads != 0:
             raise ValueError(f"d_model={d_model} must be divisible by num_heads={num_heads}")
@@ -237,9 +238,9 @@ class Transformer(nn.Module):
         self.tgt_embed = TokenEmbedding(vocab_size, d_model, scale_embedding)
         self.positional = PositionalEncoding(d_model, max_len, dropout)   # 编码器、解码器共用
         self.encoder_layers = nn.ModuleList(
-            EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first) for _ in range(num_layers))
+            EncoderLayer(d_model, num_heads, d_ff, dropout, norm_first, d_k=d_k) for _ in range(num_layers))
         self.decoder_layers = nn.ModuleList(
-            DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first) for _ in range(num_layers))
+            DecoderLayer(d_model, num_heads, d_ff, dropout, norm_first, d_k=d_k) for _ in range(num_layers))
         self.encoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.decoder_norm = nn.LayerNorm(d_model) if norm_first else nn.Identity()
         self.output_projection = nn.Linear(d_model, vocab_size, bias=False)  # (d -> |V|)

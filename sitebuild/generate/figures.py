@@ -25,6 +25,7 @@ from pathlib import Path
 
 import sitebuild.generate.render
 from sitebuild.generate import claims
+from sitebuild.generate.render.ch10_paper_map import paper_map
 from sitebuild.config import chapters
 from snippets.results import RESULTS_DIR, ResultsError, load_all
 
@@ -62,6 +63,7 @@ def inputs_digest(results_dir: Path = RESULTS_DIR) -> str:
     parts = [str(Path(results_dir).resolve())]
     parts += [f"{p}:{_sha(p.read_bytes())}" for p in files]
     parts.append(json.dumps(chapters(), ensure_ascii=False))  # not the chapters' text: it changes often
+    parts.append(json.dumps(paper_map(), ensure_ascii=False))  # only the pages' `paper:` front matter (the paper map)
     parts += [f"{lib}=={version(lib)}" for lib in LIBRARIES]
     errata = subprocess.run(["git", "log", "-1", "--format=%H", "--", "docs/errata.yml"], cwd=ROOT,
                             capture_output=True, text=True)

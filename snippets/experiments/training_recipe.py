@@ -110,14 +110,18 @@ def evaluate(model: Transformer, pairs: list[torch.Tensor], batches: list[list[i
             "confidence": conf.mean().item(), "ece": float(ece), "tokens": int(nll.numel())}
 
 
-def run_one(variant: str, seed: int, cfg: dict, lengths: list[int]) -> dict:
-    hp = VARIANTS[variant]
+def run_one(variant: str, seed: int, cfg: dict, lengths: list[int], *, model_cfg: dict | None = None,
+            hp: dict | None = None) -> dict:
+    """训练并评估一次。model_cfg 覆盖 MODEL 的几项、hp 覆盖变体的超参数：第 10 章的变体扫描用同一个循环
+    （snippets/experiments/variations.py），只改模型的宽度、深度、d_k 或 dropout。"""
+    hp = VARIANTS[variant] if hp is None else hp
+    mcfg = {**MODEL, **(model_cfg or {})}
     data_gen = torch.Generator().manual_seed(seed)               # 同一个种子下三种变体看到同样的数据
     train, test = make_pairs(cfg["n_train"], lengths, data_gen), make_pairs(cfg["n_eval"], lengths, data_gen)
     train_batches = token_batches([len(s) for s in train], cfg["max_tokens"])
     test_batches = token_batches([len(s) for s in test], cfg["max_tokens"])
     torch.manual_seed(seed)
-    model = Transformer(**MODEL, max_len=64)
+    model = Transformer(**mcfg, max_len=64)
     opt = torch.optim.Adam(model.parameters(), lr=0.0, betas=(0.9, hp["beta2"]), eps=1e-9)
     order_gen = torch.Generator().manual_seed(10_000 + seed)
     losses, grad_sq, queue = [], [], []
@@ -127,9 +131,9 @@ def run_one(variant: str, seed: int, cfg: dict, lengths: list[int]) -> dict:
             queue = [train_batches[i] for i in torch.randperm(len(train_batches), generator=order_gen).tolist()]
         src, tgt_in, tgt = collate([train[i] for i in queue.pop()])
         for group in opt.param_groups:
-            group["lr"] = cfg["lr_scale"] * noam_lr(step, MODEL["d_model"], cfg["warmup"])
+            group["lr"] = cfg["lr_scale"] * noam_lr(step, mcfg["d_model"], cfg["warmup"])
         logits = forward(model, src, tgt_in)
-        loss = label_smoothed_nll(logits.reshape(-1, MODEL["vocab_size"]), tgt.reshape(-1),
+        loss = label_smoothed_nll(logits.reshape(-1, mcfg["vocab_size"]), tgt.reshape(-1),
                                   eps=hp["label_smoothing"], ignore_index=PAD)
         opt.zero_grad(set_to_none=True)
         loss.backward()
