@@ -12,6 +12,7 @@ from snippets.decoding import corpus_bleu
 from snippets.experiments import toy_translation as toy
 from snippets.results import load_results
 from snippets.transformer import Transformer
+from tests.support.committed import committed_results
 from tests.support.pages import assert_states, chapter
 
 CH09 = chapter("09")
@@ -23,11 +24,7 @@ LONG = ROOT / "results" / toy.LONG_OUT
 
 
 def committed(path: Path, preset: str) -> dict:
-    data = load_results(path)  # validates against results/schema/toy-translation.schema.json
-    assert data["kind"] == toy.KIND and data["preset"] == preset
-    assert data["provenance"]["git"]["dirty"] is False
-    assert data["config"] == {**toy.PRESETS[preset], "optimizer": data["config"]["optimizer"], "threads": 1}
-    return data
+    return committed_results(path, toy, preset, free=("optimizer",))
 
 
 @pytest.fixture(scope="module")

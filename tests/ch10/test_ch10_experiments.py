@@ -12,6 +12,7 @@ from snippets.experiments import model_variations as mv
 from snippets.experiments import training_recipe as recipe
 from snippets.results import load_results
 from snippets.transformer import Transformer, count_parameters
+from tests.support.committed import committed_results
 from tests.support.pages import assert_states, chapter
 
 CODE = chapter("10") + "code.md"
@@ -21,11 +22,7 @@ LONG = ROOT / "results" / mv.LONG_OUT
 
 
 def committed(path: Path, preset: str) -> dict:
-    data = load_results(path)  # validates against results/schema/model-variations.schema.json
-    assert data["kind"] == mv.KIND and data["preset"] == preset
-    assert data["provenance"]["git"]["dirty"] is False
-    assert data["config"] == {**mv.PRESETS[preset], "threads": 1}
-    return data
+    return committed_results(path, mv, preset)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ import torch
 from sitebuild.generate.render import ch11_attnres
 from snippets.experiments import attention_residuals as exp
 from snippets.results import load_results
+from tests.support.committed import committed_results
 from tests.support.pages import assert_states, chapter
 
 CODE = chapter("11") + "code.md"
@@ -21,11 +22,7 @@ LONG = ROOT / "results" / exp.LONG_OUT
 
 
 def committed(path: Path, preset: str) -> dict:
-    data = load_results(path)  # validates against results/schema/attention-residuals.schema.json
-    assert data["kind"] == exp.KIND and data["preset"] == preset
-    assert data["provenance"]["git"]["dirty"] is False
-    assert data["config"] == {**exp.PRESETS[preset], "optimizer": data["config"]["optimizer"], "threads": 1}
-    return data
+    return committed_results(path, exp, preset, free=("optimizer",))
 
 
 @pytest.fixture(scope="module")
