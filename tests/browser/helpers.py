@@ -735,7 +735,10 @@ def first_load_bytes(browser, url: str) -> dict:
         for req in finished:
             size = req.sizes()["responseBodySize"]
             response = req.response()
-            body = len(response.body()) if response else 0
+            # With the cache disabled Chromium may revalidate a preloaded font when the page uses
+            # it: a 304 carries no body, and Playwright refuses to read one (a 3xx is a redirect to it).
+            has_body = response is not None and not 300 <= response.status < 400
+            body = len(response.body()) if has_body else 0
             transfer[req.resource_type] = transfer.get(req.resource_type, 0) + size
             raw[req.resource_type] = raw.get(req.resource_type, 0) + body
             files.append((size, body, req.resource_type, req.url))
