@@ -33,7 +33,9 @@ def _read(figure) -> dict:
 
 
 def _close(got: list[list[float]], want: list[list[float]]) -> bool:
-    return all(abs(g - w) <= TOLERANCE for gr, wr in zip(got, want) for g, w in zip(gr, wr)) and len(got) == len(want)
+    """Row by row within TOLERANCE, and of the same shape (zip alone would drop a missing value)."""
+    return (len(got) == len(want) and all(len(gr) == len(wr) for gr, wr in zip(got, want))
+            and all(abs(g - w) <= TOLERANCE for gr, wr in zip(got, want) for g, w in zip(gr, wr)))
 
 
 def _press(page, control, key: str) -> None:
