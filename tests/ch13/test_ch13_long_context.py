@@ -228,8 +228,9 @@ def test_delta_chunked(chunk):
 
 @pytest.mark.claim("ch13-capacity", paper="Schlag et al. 2021",
                    title="固定大小的状态存不下多于 d_k 对",
-                   text="d_v × d_k 的线性状态 S：N ≤ d_k 个线性无关的键可以精确存下任意值（最小二乘残差 < 1e-10）；"
-                        "N > d_k 时键线性相关，随机的值无法全部精确读出（残差 > 0.1）")
+                   text="d_v × d_k 的线性状态 S：N ≤ d_k 个线性无关的键可以精确存下任意值（最小二乘残差 < 1e-10；"
+                        "N = 4、d_k = 8 时反复用 delta_rule_step 扫 300 遍也收敛到精确）；N > d_k 时键线性相关，"
+                        "随机的值无法全部精确读出（残差 > 0.1，增量规则同样读不对）")
 @pytest.mark.parametrize("d_k,n_pairs", [(8, 4), (8, 8), (8, 9), (16, 32)])
 def test_capacity(d_k, n_pairs):
     g = torch.Generator().manual_seed(9)
@@ -237,10 +238,18 @@ def test_capacity(d_k, n_pairs):
     vals = torch.randn(n_pairs, 5, generator=g, dtype=F64)
     s = torch.linalg.lstsq(keys, vals).solution.T  # (d_v, d_k)
     residual = (keys @ s.T - vals).norm().item()
+    s_delta = torch.zeros(5, d_k, dtype=F64)
+    for _ in range(300):  # 在线回归：反复扫过全部 (k, v)，β = 1
+        for i in range(n_pairs):
+            s_delta = delta_rule_step(s_delta, keys[i] / keys[i].norm(), vals[i] / keys[i].norm(),
+                                      torch.tensor(1.0, dtype=F64))
+    delta_residual = (keys @ s_delta.T - vals).norm().item()
     if n_pairs <= d_k:
         assert residual < 1e-10
     else:
-        assert residual > 0.1
+        assert residual > 0.1 and delta_residual > 0.1
+    if 2 * n_pairs <= d_k:
+        assert delta_residual < 1e-10
 
 
 # ---------- 环形注意力 ----------
