@@ -42,7 +42,7 @@ def causal_full(q, k, v):
 
 # ---------- 预算 ----------
 
-@pytest.mark.claim("ch13-budget", paper="§4 Table 1; 第 01 章",
+@pytest.mark.claim("ch13-budget", paper="§4 表 1; 第 01 章",
                    title="注意力何时比线性层贵",
                    text="注意力的两次矩阵乘 QKᵀ 与 PV 共 4n²d 次浮点运算（FlopCounterMode 在读者的 "
                         "scaled_dot_product_attention 上数得的正是它），线性层 24nd²：n = 6d 时相等，d = 512 时 n = 3072；"

@@ -27,7 +27,7 @@ def cpu() -> dict:
     return data
 
 
-@pytest.mark.claim("ch13-scaling", paper="§4 Table 1", results="results/long-context-cpu-amd-epyc.json",
+@pytest.mark.claim("ch13-scaling", paper="§4 表 1", results="results/long-context-cpu-amd-epyc.json",
                    title="实测：内存随 n 的增长",
                    text="CPU、float32、d = 64、n = 256 到 4096：n 每翻一倍，因果全注意力的峰值内存增长 ≥ 3.9 倍（∝ n²），"
                         "滑动窗口、线性（递推、分块）与增量规则（分块）≤ 2.1 倍（∝ n）；n = 4096 时全注意力的峰值是"
