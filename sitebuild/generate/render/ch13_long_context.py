@@ -1,0 +1,122 @@
+"""第 13 章的图表 → docs/generated/。
+
+由 results/long-context-<device-tag>.json（snippets.probes.long_context）测得：
+- ch13-scaling.svg / ch13-scaling.md   五种注意力的峰值额外内存与时间随 n
+- ch13-decode-step.md                  读过 n 个词元后解码一个词元的峰值额外内存
+- ch13-recall.md                       不训练的联想回忆：四种记忆的回忆率随 N（各种子的平均）
+
+由代码算出（不是测量）：
+- ch13-costs.md                        全注意力、滑动窗口、线性注意力的 FLOPs 与解码状态（闭式）
+
+没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_below, md_caption, md_table,
+                                              new_figure, pick, placeholder_svg, save_svg, series_style,
+                                              write_text)
+from snippets.probes.long_context import attention_flops, decode_state_elems
+
+KIND = "long-context-probes"
+LABELS = {"full": "因果全注意力", "window": "滑动窗口", "linear_recurrent": "线性（递推）",
+          "linear_chunked": "线性（分块）", "delta_chunked": "增量规则（分块）"}
+RECALL = {"softmax": "softmax 注意力", "linear": "线性状态 Σvkᵀ", "delta": "增量规则 β=1",
+          "best_linear": "最好的线性状态"}
+
+
+def _size(nbytes: float) -> str:
+    for unit, scale in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.3g} {unit}"
+    return f"{int(nbytes)} B"
+
+
+def render_costs(results: list[dict], out_dir: Path) -> None:
+    d, w = 128, 4096
+    head = ["n", "全注意力", "窗口 w=4096", "线性"]
+    rows = []
+    for n in (4096, 32768, 131072, 1048576):
+        rows.append([f"{n:,}"] + [f"{attention_flops(n, d, m, w) / 1e12:.3g}" for m in ("full", "window", "linear")])
+    text = (f"每层每头一次前向的 TFLOP（d = {d}，一次乘加记 2 次，不计因果省下的一半），由 `attention_flops` 算出。\n\n")
+    rows2 = [[f"{n:,}"] + [_size(4 * decode_state_elems(n, d, m, w)) for m in ("full", "window", "linear")]
+             for n in (4096, 131072, 1048576)]
+    text2 = "\n解码时每层每头要存的缓存或状态（fp32），由 `decode_state_elems` 算出：\n\n"
+    write_text(out_dir, "ch13-costs.md", text + md_table(head, rows) + text2 + md_table(head, rows2))
+
+
+def render_scaling(results: list[dict], out_dir: Path) -> None:
+    r = pick(results, KIND)
+    if r is None:
+        write_text(out_dir, "ch13-scaling.md", NO_RESULTS)
+        return
+    s = r["probes"]["scaling"]
+    ns = sorted({x["n"] for x in s["rows"]})
+    by = {(x["method"], x["n"]): x for x in s["rows"]}
+    head = ["方法"] + [f"n={n}" for n in ns]
+    mem = [[LABELS[m]] + [_size(by[(m, n)]["peak_bytes"]) for n in ns] for m in LABELS]
+    tim = [[LABELS[m]] + [f"{1e3 * by[(m, n)]['time_s']:.3g}" for n in ns] for m in LABELS]
+    text = (f"d = {s['d']}，float32，batch·heads = 1，窗口 w = {s['window']}，分块 C = {s['chunk']}；"
+            f"预设 {r['preset']}。峰值额外内存（含输出）：\n\n" + md_table(head, mem)
+            + f"\n时间（毫秒，{s['repeats']} 次的中位数，单线程 CPU，与协调者共用 2 核，单次读数会抖动）：\n\n"
+            + md_table(head, tim) + "\n" + md_caption(r))
+    write_text(out_dir, "ch13-scaling.md", text)
+
+
+def render_scaling_figure(results: list[dict], out_dir: Path) -> None:
+    r = pick(results, KIND)
+    if r is None:
+        placeholder_svg(out_dir, "ch13-scaling.svg", "五种注意力的峰值额外内存")
+        return
+    rows = r["probes"]["scaling"]["rows"]
+    fig, ax = new_figure(FIG_WIDTH, 3.4)
+    for i, m in enumerate(LABELS):
+        pts = sorted((x["n"], x["peak_bytes"]) for x in rows if x["method"] == m)
+        ax.plot([p[0] for p in pts], [p[1] / 2 ** 20 for p in pts], label=LABELS[m], **series_style(i))
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("序列长度 n")
+    ax.set_ylabel("峰值额外内存（MiB）")
+    ax.set_title(f"d = {r['probes']['scaling']['d']}，float32（CPU）：全注意力 ∝ n²，其余 ∝ n")
+    legend_below(ax, ncol=2)
+    save_svg(fig, out_dir / "ch13-scaling.svg", sources=[r])
+
+
+def render_decode_step(results: list[dict], out_dir: Path) -> None:
+    r = pick(results, KIND)
+    if r is None:
+        write_text(out_dir, "ch13-decode-step.md", NO_RESULTS)
+        return
+    rows = r["probes"]["decode_step"]
+    head = ["已读 n", "全注意力一步", "线性一步", "KV 缓存", "线性状态"]
+    body = [[f"{x['n']:,}", _size(x["full_step_bytes"]), _size(x["linear_step_bytes"]), _size(x["kv_cache_bytes"]),
+             _size(x["state_bytes"])] for x in rows]
+    text = (f"d = {rows[0]['d']}，float32：解码一个词元时的峰值额外内存（缓存与状态在测量之外建好），"
+            "以及要一直存着的缓存或状态本身。\n\n")
+    write_text(out_dir, "ch13-decode-step.md", text + md_table(head, body) + "\n" + md_caption(r))
+
+
+def recall_means(r: dict) -> dict:
+    """{N: {记忆: 各种子的平均回忆率}}。"""
+    out: dict = {}
+    for x in r["probes"]["recall"]["rows"]:
+        out.setdefault(x["n_pairs"], []).append(x)
+    return {n: {m: sum(x[m] for x in xs) / len(xs) for m in RECALL} for n, xs in sorted(out.items())}
+
+
+def render_recall(results: list[dict], out_dir: Path) -> None:
+    r = pick(results, KIND)
+    if r is None:
+        write_text(out_dir, "ch13-recall.md", NO_RESULTS)
+        return
+    c = r["probes"]["recall"]["config"]
+    head = ["N 对"] + list(RECALL.values())
+    body = [[n] + [f"{v[m]:.3f}" for m in RECALL] for n, v in recall_means(r).items()]
+    text = (f"不训练：d_k = {c['d_k']} 维随机单位键，N 个随机单位值（64 维）；{len(c['seeds'])} 个种子的平均回忆率"
+            f"（输出与码本里最像的值是对的那个）。softmax 的查询乘锐度 {c['sharpness']:g}。\n\n")
+    write_text(out_dir, "ch13-recall.md", text + md_table(head, body) + "\n" + md_caption(r))
+
+
+RENDERERS = [render_costs, render_scaling, render_scaling_figure, render_decode_step, render_recall]
