@@ -87,6 +87,7 @@ test-browser: setup figures
 probes: $(VENV_STAMP)
 	$(PY) -m snippets.probes --device $(DEVICE) --preset $(PRESET)
 	$(PY) -m snippets.probes.inference --device $(DEVICE) --preset $(PRESET)
+	$(PY) -m snippets.probes.long_context --device $(DEVICE) --preset $(PRESET)
 
 # Every experiment in snippets/experiments/ (training runs on the CPU): results/<kind>.json.
 experiments: $(VENV_STAMP)
