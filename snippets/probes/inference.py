@@ -20,11 +20,9 @@ GPU：没有 GPU 时 ``--device cuda`` 直接报错退出，不写任何文件�
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 import torch.nn.functional as F
@@ -33,6 +31,7 @@ from snippets import results as R
 from snippets.attention import MultiHeadAttention, online_softmax_attention, scaled_dot_product_attention
 from snippets.decoding import greedy_decode
 from snippets.flash import flash_attention
+from snippets.probes._cli import probe_main
 from snippets.probes.memory import peak_allocated_bytes
 from snippets.serving import dequantize_int8, kv_waste, make_trace, quantize_int8, simulate_batching
 from snippets.transformer import Transformer
@@ -227,23 +226,7 @@ def run(preset: str, device: str, command: str, *, progress_bar: bool = True) ->
 
 
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    ap = argparse.ArgumentParser(prog="python -m snippets.probes.inference", description=__doc__.splitlines()[0])
-    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    ap.add_argument("--preset", choices=sorted(PRESETS), default="quick")
-    ap.add_argument("--out", default=None, help="output file; default results/inference-<device-tag>.json")
-    ap.add_argument("--no-progress", action="store_true")
-    args = ap.parse_args(argv)
-    data = run(args.preset, args.device, R.command_line("snippets.probes.inference", argv),
-               progress_bar=not args.no_progress)
-    out = Path(args.out) if args.out else R.RESULTS_DIR / f"inference-{data['provenance']['tag']}.json"
-    try:
-        R.write_results(data, out)
-    except R.ResultsError as exc:
-        print(f"not written: {exc}", file=sys.stderr)
-        return 1
-    print(f"wrote {out} ({data['provenance']['runtime_s']} s)", file=sys.stderr)
-    return 0
+    return probe_main("snippets.probes.inference", "inference", PRESETS, run, argv, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

@@ -23,11 +23,9 @@
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
 
@@ -35,6 +33,7 @@ from snippets import results as R
 from snippets.attention import scaled_dot_product_attention
 from snippets.linear_attention import (delta_rule_chunked, delta_rule_step, linear_attention_chunked,
                                        linear_attention_recurrent)
+from snippets.probes._cli import probe_main
 from snippets.probes.memory import peak_allocated_bytes
 from snippets.sparse_attention import sliding_window_attention
 
@@ -177,23 +176,7 @@ def run(preset: str, device: str, command: str, *, progress_bar: bool = True) ->
 
 
 def main(argv=None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    ap = argparse.ArgumentParser(prog="python -m snippets.probes.long_context", description=__doc__.splitlines()[0])
-    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
-    ap.add_argument("--preset", choices=sorted(PRESETS), default="quick")
-    ap.add_argument("--out", default=None, help="output file; default results/long-context-<device-tag>.json")
-    ap.add_argument("--no-progress", action="store_true")
-    args = ap.parse_args(argv)
-    data = run(args.preset, args.device, R.command_line("snippets.probes.long_context", argv),
-               progress_bar=not args.no_progress)
-    out = Path(args.out) if args.out else R.RESULTS_DIR / f"long-context-{data['provenance']['tag']}.json"
-    try:
-        R.write_results(data, out)
-    except R.ResultsError as exc:
-        print(f"not written: {exc}", file=sys.stderr)
-        return 1
-    print(f"wrote {out} ({data['provenance']['runtime_s']} s)", file=sys.stderr)
-    return 0
+    return probe_main("snippets.probes.long_context", "long-context", PRESETS, run, argv, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
