@@ -8,7 +8,19 @@ import argparse
 import sys
 from pathlib import Path
 
+import torch
+
 from snippets import results as R
+
+
+def start(device: str, command: str) -> dict:
+    """Refuse a CUDA run without a CUDA device, time a CPU run on one thread (the 2-core machine's
+    setting), and return the run's provenance."""
+    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: no CUDA device; GPU results come only from a real GPU, nothing written.")
+    if torch.device(device).type == "cpu":
+        torch.set_num_threads(1)
+    return R.provenance(device, command=command, seed=0, dtypes=["float32"], threads=torch.get_num_threads())
 
 
 def probe_main(module: str, name: str, presets, run, argv=None, description: str = "") -> int:

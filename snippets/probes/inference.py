@@ -31,7 +31,7 @@ from snippets import results as R
 from snippets.attention import MultiHeadAttention, online_softmax_attention, scaled_dot_product_attention
 from snippets.decoding import greedy_decode
 from snippets.flash import flash_attention
-from snippets.probes._cli import probe_main
+from snippets.probes._cli import probe_main, start
 from snippets.probes.memory import peak_allocated_bytes
 from snippets.serving import dequantize_int8, kv_waste, make_trace, quantize_int8, simulate_batching
 from snippets.transformer import Transformer
@@ -198,12 +198,8 @@ def serving_rows(cfg) -> list[dict]:
 def run(preset: str, device: str, command: str, *, progress_bar: bool = True) -> dict:
     from tqdm import tqdm
 
-    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("--device cuda: no CUDA device; GPU results come only from a real GPU, nothing written.")
-    if torch.device(device).type == "cpu":
-        torch.set_num_threads(1)
+    prov = start(device, command)
     plan = PRESETS[preset]
-    prov = R.provenance(device, command=command, seed=0, dtypes=["float32"], threads=torch.get_num_threads())
     timer = _Timer(device)
     t0 = time.perf_counter()
     bar = tqdm(total=len(plan["ns"]) + 4, desc="inference probes", file=sys.stderr, disable=not progress_bar)

@@ -33,7 +33,7 @@ from snippets import results as R
 from snippets.attention import scaled_dot_product_attention
 from snippets.linear_attention import (delta_rule_chunked, delta_rule_step, linear_attention_chunked,
                                        linear_attention_recurrent)
-from snippets.probes._cli import probe_main
+from snippets.probes._cli import probe_main, start
 from snippets.probes.memory import peak_allocated_bytes
 from snippets.sparse_attention import sliding_window_attention
 
@@ -153,12 +153,8 @@ def recall_rows(cfg, device) -> list[dict]:
 def run(preset: str, device: str, command: str, *, progress_bar: bool = True) -> dict:
     from tqdm import tqdm
 
-    if torch.device(device).type == "cuda" and not torch.cuda.is_available():
-        raise SystemExit("--device cuda: no CUDA device; GPU results come only from a real GPU, nothing written.")
-    if torch.device(device).type == "cpu":
-        torch.set_num_threads(1)
+    prov = start(device, command)
     plan = PRESETS[preset]
-    prov = R.provenance(device, command=command, seed=0, dtypes=["float32"], threads=torch.get_num_threads())
     t0 = time.perf_counter()
     bar = tqdm(total=len(plan["ns"]) + 2, desc="long-context probes", file=sys.stderr, disable=not progress_bar)
     out = {"scaling": {"window": plan["window"], "chunk": plan["chunk"], "d": plan["d"], "repeats": plan["repeats"],
