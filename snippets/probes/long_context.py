@@ -15,7 +15,7 @@
   N 对，查询乘上锐度 ``sharpness``），线性注意力的状态 S = Σ v kᵀ，增量规则（β = 1，读一遍）的状态，
   以及最小二乘解 S* = argmin Σ‖S k_i − v_i‖²（任何 d_v × d_k 线性状态能做到的最好读出）。几个种子。
 
-闭式（页面与后来的小部件共用）：``attention_flops``、``decode_state_elems``。
+闭式（页面的表与「代价」部件共用）：``attention_flops``、``linear_layer_flops``、``decode_state_elems``。
 
 预设：``quick`` 在 2 核 CPU 上 < 60 s，``full`` < 5 min，``tiny`` 只给冒烟测试。``--device cuda`` 支持但本仓库
 没有运行它：没有 GPU 时直接报错退出，不写任何文件。
@@ -56,14 +56,20 @@ PRESETS = {
 # ----------------------------------------------------------------------------- 闭式
 def attention_flops(n: int, d: int, method: str, window: int | None = None) -> int:
     """因果性不计入的浮点运算数（一次乘加 = 2）：全注意力 QKᵀ 与 PV 各 2n²d，共 4n²d；
-    滑动窗口每个查询只看 w 个键：4nwd；线性注意力每步外积 2d² 加读出 2d²：4nd²（d_k = d_v = d）。"""
+    滑动窗口每个查询只看 min(n, w) 个键：4n·min(n, w)·d（w ≥ n 时就是全注意力）；
+    线性注意力每步外积 2d² 加读出 2d²：4nd²（d_k = d_v = d）。"""
     if method == "full":
         return 4 * n * n * d
     if method == "window":
-        return 4 * n * window * d
+        return 4 * n * min(n, window) * d
     if method == "linear":
         return 4 * n * d * d
     raise ValueError(f"method must be full, window or linear, got {method!r}")
+
+
+def linear_layer_flops(n: int, d: int) -> int:
+    """一层里注意力以外的线性部分（第 01 章）：Q、K、V、O 四个投影 4·2nd²，FFN（d_ff = 4d）2·2n·4d²，共 24nd²。"""
+    return 24 * n * d * d
 
 
 def decode_state_elems(n: int, d: int, method: str, window: int | None = None) -> int:

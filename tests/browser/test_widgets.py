@@ -275,3 +275,105 @@ def test_gradients_widget_computes_what_the_reader_code_computes(chromium_browse
         assert seen[-2.0]["direct"][-1] < 1e-40
         assert seen[5.0]["full"][-1] > 1 and seen[5.0]["full"][-1] > seen[5.0]["direct"][-1]
         assert round(seen[5.0]["direct"][-1], 1) == 0.7          # 「直接路径仍有 0.7 左右」
+
+
+COSTS_PAGE = "chapters/13-long-context/derivation/"
+COSTS_JS = """f => ({
+  ready: f.dataset.ready === 'true',
+  state: JSON.parse(f.dataset.state || '{}'),
+  flops: Object.fromEntries([...f.querySelectorAll('.widget-costs-table tbody tr')].map(tr =>
+    [tr.dataset.method, Number(tr.querySelector('[data-key=flops]').dataset.v)])),
+  bytes: Object.fromEntries([...f.querySelectorAll('.widget-costs-table tbody tr')].map(tr =>
+    [tr.dataset.method, Number(tr.querySelector('[data-key=bytes]').dataset.v)])),
+  shown: [...f.querySelectorAll('.widget-costs-table tbody td')].map(td => td.textContent),
+  layers: Number(f.querySelector('[data-key=layers]').dataset.v),
+  cross: Object.fromEntries(['linear', 'layers', 'window'].map(k =>
+    [k, Number(f.querySelector(`[data-key=cross-${k}]`).textContent.replaceAll(',', ''))])),
+  points: Object.fromEntries([...f.querySelectorAll('polyline[data-series]')].map(p =>
+    [p.dataset.series, p.getAttribute('points')])),
+  dots: Object.fromEntries([...f.querySelectorAll('[data-cross]')].map(c =>
+    [c.dataset.cross, [c.getAttribute('cx'), c.getAttribute('cy')]])),
+  current: [...f.querySelectorAll('.widget-costs-table tr.widget-current')].map(tr => tr.dataset.method),
+  thick: [...f.querySelectorAll('polyline.widget-current')].map(p => p.dataset.series),
+  outputs: [...f.querySelectorAll('.widget-controls output')].map(o => o.textContent),
+})"""
+
+
+@pytest.mark.claim("ch13-widget-costs", paper="第 13 章 预算; §4 表 1",
+                   title="代价部件算的就是闭式",
+                   text="第 13 章的代价部件：用键盘走遍 d 的 3 档与 w 的 5 档，每种下 n 取 64、128 与 1,048,576，再在默认的 d、w 下"
+                        "走遍 n 的 15 档和三种方法，浏览器算出的全注意力、滑动窗口、线性注意力的 FLOPs 与解码缓存字节、线性层的 FLOPs"
+                        "与 attention_flops、linear_layer_flops、decode_state_elems 精确相等；交点在 n = d、n = 6d、n = w，"
+                        "两张图的折线与生成器画的相同")
+def test_costs_widget_computes_what_the_closed_forms_compute(chromium_browser, site_url):
+    from sitebuild.generate.render import ch13_widget as w
+
+    def check(got: dict, n: int, d: int, win: int) -> None:
+        want = w.reference(n, d, win)
+        assert got["flops"] == want["flops"] and got["bytes"] == want["bytes"], (n, d, win, got, want)
+        assert got["layers"] == want["layers"] and got["cross"] == want["cross"] == {"linear": d, "layers": 6 * d,
+                                                                                    "window": win}
+        flops = {m: want["flops"][m] for m in w.METHODS}
+        assert got["shown"] == [t for m in w.METHODS for t in (w.amount(flops[m], w.FLOP_UNITS),
+                                                              w.amount(want["bytes"][m], w.BYTE_UNITS),
+                                                              w.ratio(flops[m], flops["full"]))], got["shown"]
+
+    with opened(chromium_browser, site_url + COSTS_PAGE) as page:
+        figure = page.locator("figure.widget-costs")
+        default = w.DEFAULT
+        before = figure.evaluate(COSTS_JS)
+        assert not before["ready"]
+        check(before, default["n"], default["d"], default["w"])
+        built = {k: before[k] for k in ("points", "dots")}
+        figure.scroll_into_view_if_needed()
+        page.wait_for_function("f => f.dataset.ready === 'true'", arg=figure.element_handle(), timeout=20_000)
+        after = figure.evaluate(COSTS_JS)
+        # the script redraws the default state exactly as the generator drew it
+        assert {k: after[k] for k in ("points", "dots")} == built and after["shown"] == before["shown"]
+        assert after["outputs"] == before["outputs"] == ["32,768", "128", "4,096"]
+        field = {name: figure.locator(f"[name={name}]") for name in ("n", "d", "w", "method")}
+        seen = 0
+        _press(page, field["d"], "Home")
+        for i, d in enumerate(w.DS):
+            if i:
+                _press(page, field["d"], "ArrowRight")
+            _press(page, field["w"], "Home")
+            for j, win in enumerate(w.WINDOWS):
+                if j:
+                    _press(page, field["w"], "ArrowRight")
+                for key, n in (("Home", w.NS[0]), ("ArrowRight", w.NS[1]), ("End", w.NS[-1])):
+                    _press(page, field["n"], key)
+                    got = figure.evaluate(COSTS_JS)
+                    assert got["state"] == {"n": n, "d": d, "w": win, "method": default["method"]}, got["state"]
+                    check(got, n, d, win)
+                    seen += 1
+        # back to the default d and w: every n, then every method
+        _press(page, field["d"], "Home")
+        _press(page, field["d"], "ArrowRight")
+        _press(page, field["w"], "End")
+        _press(page, field["w"], "ArrowLeft")
+        _press(page, field["n"], "Home")
+        for k, n in enumerate(w.NS):
+            if k:
+                _press(page, field["n"], "ArrowRight")
+            got = figure.evaluate(COSTS_JS)
+            assert got["state"]["n"] == n
+            check(got, n, default["d"], default["w"])
+            seen += 1
+            if n == default["n"]:
+                assert {k: got[k] for k in ("points", "dots")} == built
+        assert seen == 3 * 5 * 3 + 15
+        methods = set()
+        field["method"].select_option("full")
+        for step in range(len(w.METHODS)):
+            if step:
+                _press(page, field["method"], "ArrowDown")
+            got = figure.evaluate(COSTS_JS)
+            method = got["state"]["method"]
+            assert got["current"] == [method] and got["thick"] == [f"flops-{method}", f"bytes-{method}"]
+            methods.add(method)
+        assert methods == set(w.METHODS)
+        # what the page says: at n = 1M the window costs w/n of full attention, and the linear state does not grow with n
+        big = w.reference(w.NS[-1], 128, 4096)
+        assert big["flops"]["window"] * w.NS[-1] == big["flops"]["full"] * 4096
+        assert w.reference(w.NS[0], 128, 4096)["bytes"]["linear"] == big["bytes"]["linear"]

@@ -10,13 +10,14 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from snippets.attention import scaled_dot_product_attention
+from snippets.attention import MultiHeadAttention, scaled_dot_product_attention
 from snippets.linear_attention import (decay_linear_attention_parallel, decay_linear_attention_recurrent,
                                        delta_rule_chunked, delta_rule_recurrent, delta_rule_step,
                                        elu_feature_map, linear_attention_chunked, linear_attention_parallel,
                                        linear_attention_recurrent, normalized_linear_attention, semiseparable_mask)
-from snippets.probes.long_context import attention_flops, decode_state_elems
+from snippets.probes.long_context import attention_flops, decode_state_elems, linear_layer_flops
 from snippets.ring import ring_attention
+from snippets.transformer import PositionwiseFeedForward
 from snippets.sparse_attention import (moba_attention, moba_mask, receptive_field, rolling_cache_decode,
                                        sliding_window_attention, sliding_window_mask)
 from tests.support.pages import assert_states, chapter
@@ -54,9 +55,17 @@ def test_budget(n, d):
         scaled_dot_product_attention(q, k, v)
     assert counter.get_total_flops() == attention_flops(n, d, "full")
     d0 = 512
-    n_cross = next(m for m in range(1, 10 ** 5) if attention_flops(m, d0, "full") >= 24 * m * d0 * d0)
+    n_cross = next(m for m in range(1, 10 ** 5) if attention_flops(m, d0, "full") >= linear_layer_flops(m, d0))
     assert n_cross == 6 * d0 == 3072
     assert attention_flops(d, d, "full") == attention_flops(d, d, "linear")
+    # 一层的其余部分：读者的 MultiHeadAttention（四个投影 + 注意力）与 FFN（d_ff = 4d），数出来的减去注意力就是 24nd²
+    with FlopCounterMode(display=False) as counter:
+        MultiHeadAttention(d, num_heads=2)(q, k, v)
+        PositionwiseFeedForward(d, 4 * d)(q)
+    assert counter.get_total_flops() == linear_layer_flops(n, d) + attention_flops(n, d, "full")
+    # 窗口 w ≥ n 时就是全注意力；w < n 时是它的 w/n
+    assert attention_flops(n, d, "window", n + 5) == attention_flops(n, d, "full")
+    assert attention_flops(n, d, "window", n // 4) * n == attention_flops(n, d, "full") * (n // 4)
     assert_states(DERIVATION, "n=6d", "3072")
 
 

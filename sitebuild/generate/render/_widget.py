@@ -9,10 +9,12 @@ to it) the page shows that state. docs/assets/page-init.js loads the scripts nam
 from __future__ import annotations
 
 
-def slider(label: str, name: str, values: list, value) -> str:
-    """A range over the positions of ``values`` (the value itself is shown and announced)."""
+def slider(label: str, name: str, values: list, value, shown: str = "g") -> str:
+    """A range over the positions of ``values`` (the value itself is shown and announced, formatted
+    with ``shown``: "," writes 1,048,576 where "g" would write 1.04858e+06)."""
+    text = format(value, shown)
     return (f'<label>{label} <input type="range" name="{name}" min="0" max="{len(values) - 1}" step="1" '
-            f'value="{values.index(value)}" aria-valuetext="{value:g}"> <output>{value:g}</output></label>')
+            f'value="{values.index(value)}" aria-valuetext="{text}"> <output>{text}</output></label>')
 
 
 def figure(name: str, scripts: str, data: str, controls: str, view: str, caption: str) -> str:
