@@ -426,6 +426,25 @@ def test_pdf_print_page_prints_figures_larger_and_links_to_the_published_site(bu
     assert '<img ' not in re.sub(r'<img [^>]*class="book-figure"[^>]*>|<img [^>]*src="(?![^"]*/generated/)[^"]*"[^>]*>', "", page)
 
 
+WIDGET = re.compile(r'<figure class="widget widget-([\w-]+)".*?<div class="widget-controls">(.*?)</div>.*?'
+                    r'<figcaption>(.*?)</figcaption>', re.S)
+
+
+@pdf_test
+def test_pdf_shows_every_widget_in_its_default_state(book_text, built_site):
+    """Each widget (issue 39) prints as the default state the build wrote: its figure and caption
+    are in the book, its controls are not (the print stylesheet hides them)."""
+    names = {p.stem.removeprefix("widget-") for p in (ROOT / "docs/generated").glob("widget-*.md")}
+    found = {m.group(1): m for m in WIDGET.finditer(pdf.compose(built_site, site_url=None))}
+    assert set(found) == names and len(names) >= 5, (sorted(found), sorted(names))
+    text = _squash(book_text)
+    for name, m in found.items():
+        caption = _squash(html.unescape(re.sub(r"<[^>]+>", "", m.group(3))))
+        assert caption in text, (name, caption)
+        controls = _squash(html.unescape(re.sub(r"<[^>]+>", "", m.group(2))))  # labels with their values
+        assert len(controls) > 8 and controls not in text, (name, controls)
+
+
 @pdf_test
 def test_pdf_carries_the_published_address_never_localhost(book, book_text):
     """The book was printed from a build made for the test server (127.0.0.1): neither its text
