@@ -373,7 +373,10 @@ def test_costs_widget_computes_what_the_closed_forms_compute(chromium_browser, s
             assert got["current"] == [method] and got["thick"] == [f"flops-{method}", f"bytes-{method}"]
             methods.add(method)
         assert methods == set(w.METHODS)
-        # what the page says: at n = 1M the window costs w/n of full attention, and the linear state does not grow with n
+        # what the page says: d 128 → 256 doubles the first two crossings and leaves the window's; at n = 1M the
+        # window costs w/n of full attention; the linear state does not grow with n
+        narrow, wide = w.reference(w.NS[0], 128, 4096)["cross"], w.reference(w.NS[0], 256, 4096)["cross"]
+        assert wide == {"linear": 2 * narrow["linear"], "layers": 2 * narrow["layers"], "window": narrow["window"]}
         big = w.reference(w.NS[-1], 128, 4096)
         assert big["flops"]["window"] * w.NS[-1] == big["flops"]["full"] * 4096
         assert w.reference(w.NS[0], 128, 4096)["bytes"]["linear"] == big["bytes"]["linear"]
