@@ -144,23 +144,30 @@ class AttnResDecoder(nn.Module):
                              f"{size} with one shorter last block")
         return size
 
-    def _sublayer(self, j, x, mask):
+    def _sublayer(self, j, x, mask, weights=None):
         # x: (batch, n, d)；偶数 j 是注意力，奇数 j 是 FFN；都先 RMSNorm（pre-norm）
         a = self.norms[j](x)
         if j % 2 == 0:
-            return self.sublayers[j](a, a, a, mask=mask)[0]                     # (batch, n, d)
+            out, w = self.sublayers[j](a, a, a, mask=mask)                     # (batch, n, d), (batch, h, n, n)
+            if weights is not None:
+                weights.append(w)                                               # record=True：留下每层的注意力权重
+            return out
         return self.sublayers[j](a)                                             # (batch, n, d)
 
-    def forward(self, tokens, record=False):
+    def forward(self, tokens, record=False, mask=None):
         # tokens (batch, n) -> logits (batch, n, |V|)
+        # mask：None 时是因果掩码；也可以传一个 (n, n) 的 bool 掩码（True = 可以看，比如滑动窗口），每层共用
         x0 = self.positional(self.embed(tokens))                                # (batch, n, d)：v_0 = b_0
-        mask = causal_mask(tokens.shape[1], device=tokens.device)               # (n, n)
+        if mask is None:
+            mask = causal_mask(tokens.shape[1], device=tokens.device)           # (n, n)
+        _check_decoder_mask(mask, tokens.shape[1])
         inputs, outputs, alphas = [], [], []
+        weights = [] if record else None                                        # 每个注意力子层 (batch, h, n, n)
         if self.residual == "standard":
             h = x0
             for j in range(self.n_sublayers):
                 inputs.append(h)
-                out = self._sublayer(j, h, mask)
+                out = self._sublayer(j, h, mask, weights)
                 outputs.append(out)
                 h = h + out                                                     # h_{l+1} = h_l + f_l(h_l)
             final = h
@@ -172,7 +179,7 @@ class AttnResDecoder(nn.Module):
                 if record:
                     alphas.append(depth_weights(sources, self.queries[j], self.key_gains[j]))
                 inputs.append(h)
-                out = self._sublayer(j, h, mask)
+                out = self._sublayer(j, h, mask, weights)
                 outputs.append(out)
                 partial = out if partial is None else partial + out             # 块内：普通求和
                 if (j + 1) % self.block_size == 0 or j + 1 == self.n_sublayers:
@@ -184,7 +191,7 @@ class AttnResDecoder(nn.Module):
                 alphas.append(depth_weights(sources, self.queries[-1], self.key_gains[-1]))
         if record:
             self.trace = {"x0": x0, "inputs": inputs, "outputs": outputs, "final": final,
-                          "alphas": alphas}
+                          "alphas": alphas, "attention": weights}
         return self.output_projection(self.final_norm(final))                   # (batch, n, |V|)
 # --8<-- [end:decoder]
 
@@ -202,4 +209,13 @@ def _check_depth_inputs(values, query, gain):
     _check_tensor("query", query, f"(d,) with d = values.shape[-1] = {d}", (d,))
     if gain is not None:
         _check_tensor("gain", gain, f"(d,) with d = values.shape[-1] = {d}", (d,))
+
+
+def _check_decoder_mask(mask, n):
+    """AttnResDecoder 的 mask：bool (n, n)，对角线全 True（每个位置看得到自己），对角线以上全 False（因果）。"""
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or tuple(mask.shape) != (n, n):
+        got = f"{mask.dtype} {tuple(mask.shape)}" if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise ValueError(f"mask must be a bool tensor of shape (n, n) = ({n}, {n}) (True = may attend), got {got}")
+    if not mask.diagonal().all() or mask.triu(1).any():
+        raise ValueError(f"mask (n = {n}) must let every position see itself and nothing after it")
 # --8<-- [end:checks]

@@ -1,0 +1,222 @@
+"""Chapter 13's attention-sinks experiment: the decoder's mask and recorded weights, the four cache masks,
+the scored entropy floor, the committed results against what the pages state, a tiny smoke run (slow),
+and the renderer."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+
+import pytest
+import torch
+
+from sitebuild.generate.render import ch13_sinks
+from snippets.experiments import attention_sinks as exp
+from snippets.residual_stream import AttnResDecoder
+from snippets.results import load_results
+from snippets.sparse_attention import sliding_window_mask
+from tests.support.committed import committed_results
+from tests.support.pages import assert_states, chapter
+
+CH13 = chapter("13")
+DERIVATION = CH13 + "derivation.md"
+CODE = CH13 + "code.md"
+ROOT = Path(__file__).resolve().parents[2]
+FULL = ROOT / "results" / "attention-sinks.json"
+LONG = ROOT / "results" / exp.LONG_OUT
+
+
+def committed(path: Path, preset: str) -> dict:
+    return committed_results(path, exp, preset, free=("optimizer",))
+
+
+@pytest.fixture(scope="module")
+def full() -> dict:
+    return committed(FULL, "full")
+
+
+@pytest.fixture(scope="module")
+def long() -> dict:
+    return committed(LONG, "long")
+
+
+def mass(data: dict, condition: str, when: str, key: str) -> list[list[float]]:
+    return ch13_sinks.head_means(data, condition, when, key)
+
+
+def delta(data: dict, condition: str, window: int, mode: str) -> float:
+    return ch13_sinks.summary_row(data, condition, window, mode)["vs_full_mean"]
+
+
+def per_seed_delta(data: dict, condition: str, window: int, mode: str) -> list[float]:
+    out = []
+    for run in ch13_sinks.runs_of(data, condition):
+        by = {(c["window"], c["mode"]): c["loss"] for c in run["cache"]}
+        out.append(by[(window, mode)] - by[(window, "full")])
+    return out
+
+
+# ---------- the code the experiment runs ----------
+
+def tiny_model(seed=0):
+    torch.manual_seed(seed)
+    return AttnResDecoder(vocab_size=8, n_layers=2, d_model=16, n_heads=2, d_ff=32, residual="standard").double()
+
+
+def test_decoder_mask_default_is_causal_and_weights_follow_the_mask():
+    model = tiny_model()
+    x = torch.randint(0, 8, (3, 12), generator=torch.Generator().manual_seed(1))
+    causal = torch.ones(12, 12, dtype=torch.bool).tril()
+    assert torch.equal(model(x), model(x, mask=causal))
+    band = sliding_window_mask(12, 4, sinks=2)
+    model(x, record=True, mask=band)
+    weights = model.trace["attention"]
+    assert len(weights) == 2 and weights[0].shape == (3, 2, 12, 12)
+    for w in weights:
+        assert torch.allclose(w.sum(-1), torch.ones(3, 2, 12, dtype=torch.float64))
+        assert w.masked_select(~band).abs().max().item() == 0.0
+    # 窗口足够大时（w ≥ n），滑动窗口就是因果掩码：输出相同
+    assert torch.equal(model(x, mask=sliding_window_mask(12, 12)), model(x))
+
+
+def test_decoder_rejects_a_bad_mask():
+    model, x = tiny_model(), torch.zeros(2, 6, dtype=torch.long)
+    with pytest.raises(ValueError, match=r"bool tensor of shape \(n, n\) = \(6, 6\).*got torch.float32 \(6, 6\)"):
+        model(x, mask=torch.ones(6, 6))
+    with pytest.raises(ValueError, match=r"got torch.bool \(5, 5\)"):
+        model(x, mask=torch.ones(5, 5, dtype=torch.bool).tril())
+    with pytest.raises(ValueError, match="see itself and nothing after it"):
+        model(x, mask=torch.ones(6, 6, dtype=torch.bool))
+    with pytest.raises(ValueError, match="see itself and nothing after it"):
+        model(x, mask=torch.zeros(6, 6, dtype=torch.bool))
+
+
+def test_cache_masks_attend_the_same_number_of_tokens():
+    cfg = exp.PRESETS["full"]
+    n, s, mid = cfg["seq_len"], cfg["sinks"], cfg["middle"]
+    i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    for w in cfg["windows"]:
+        masks = exp.window_masks(n, w, s, mid)
+        assert torch.equal(masks["middle"], masks["window"] | ((j >= mid) & (j < mid + s) & (j <= i)))
+        rows = slice(cfg["score_from"], n)                                   # 计分的查询
+        count = {m: masks[m][rows].sum(-1) for m in masks}
+        assert (count["window"] == w).all()
+        assert (count["sinks"] == w + s).all() and (count["middle"] == w + s).all()
+        # 计分的查询：前 s 个与中间 s 个都在窗口外
+        assert not masks["window"][rows, :mid + s].any()
+
+
+@pytest.mark.parametrize("condition", exp.CONDITIONS)
+def test_scored_floor_is_the_true_cross_entropy(condition):
+    table, cfg = exp.transition_table(), exp.PRESETS["full"]
+    x = exp.make_batch(table, 6, cfg["seq_len"], torch.Generator().manual_seed(3), condition)
+    assert x.shape == (6, cfg["seq_len"]) and ((x[:, 0] == exp.BOS).all() == (condition == "bos"))
+    bos = int(condition == "bos")
+    n = cfg["seq_len"]
+    probs = torch.full((6, n, exp.VOCAB + 1), 1.0 / (exp.VOCAB + 1), dtype=torch.float64)
+    for t in range(cfg["score_from"], n - 1):                               # 位置 t 预测 x[t+1]
+        probs[:, t] = 0.0
+        probs[:, t, :exp.VOCAB] = table[x[:, t - 1], x[:, t]]              # 真实分布当作模型的输出
+    losses = exp.token_losses(torch.log(probs), x)[:, cfg["score_from"]:]
+    assert bos == 0 or (x[:, cfg["score_from"] - 1:] != exp.BOS).all()
+    assert abs(losses.mean().item() - exp.scored_floor(table, x, condition, cfg["score_from"])) < 1e-9
+
+
+# ---------- the committed results ----------
+
+def test_file_covers_every_condition_and_seed(full):
+    assert len(full["config"]["seeds"]) >= 3
+    for condition in exp.CONDITIONS:
+        mine = ch13_sinks.runs_of(full, condition)
+        assert [r["seed"] for r in mine] == full["config"]["seeds"]
+        for w in full["config"]["windows"]:
+            for mode in exp.MODES:
+                row = ch13_sinks.summary_row(full, condition, w, mode)
+                assert abs(row["vs_full_mean"] - statistics.fmean(per_seed_delta(full, condition, w, mode))) < 1e-9
+
+
+@pytest.mark.claim("ch13-sink-mass", paper="Xiao et al. 2023 (StreamingLLM); Gu et al. 2024",
+                   results="results/attention-sinks.json",
+                   title="实测：小模型没有学到注意力汇点",
+                   text="800 步、3 个种子、两种开头：每层给第一个词元的质量都低于初始化与均匀的 0.021，"
+                        "没有一个头超过 0.025；前 4 个词元都低于均匀的 0.086")
+def test_sink_mass(full):
+    cfg = full["config"]
+    assert cfg["steps"] == 800 and len(cfg["seeds"]) == 3 and cfg["far"] == 32
+    assert round(ch13_sinks.uniform(full, "first1"), 3) == 0.021 and round(ch13_sinks.uniform(full, "first4"), 3) == 0.086
+    for condition in exp.CONDITIONS:
+        init, trained = mass(full, condition, "init", "first1"), mass(full, condition, "trained", "first1")
+        for before, after in zip(init, trained):
+            assert statistics.fmean(after) < statistics.fmean(before)
+            assert statistics.fmean(after) < ch13_sinks.uniform(full, "first1")
+            assert max(after) <= 0.025
+        assert max(max(row) for row in mass(full, condition, "trained", "first4")) < ch13_sinks.uniform(full, "first4")
+    assert_states(DERIVATION, "都低于初始化时，也低于均匀基线（约0.021），没有一个头超过0.025")
+    assert_states(CODE, "比初始化时低、也比均匀基线0.021低", "没有一个头（种子平均）超过0.025", "均匀的0.086")
+
+
+@pytest.mark.claim("ch13-sink-window", paper="Xiao et al. 2023 (StreamingLLM)", results="results/attention-sinks.json",
+                   title="实测：滚动缓存里留开头不比留中间词元好",
+                   text="只留窗口的代价：w = 4 时 > 0.09 nats，w = 8 时 > 0.02，w = 16 时 < 0.01；"
+                        "留 4 个中间词元都不比留前 4 个差 0.001 nats 以上")
+def test_sink_window(full):
+    cfg = full["config"]
+    assert cfg["sinks"] == 4 and cfg["score_from"] == 40 and cfg["windows"] == [4, 8, 16]
+    for condition in exp.CONDITIONS:
+        assert delta(full, condition, 4, "window") > 0.09
+        assert delta(full, condition, 8, "window") > 0.02
+        assert 0 < delta(full, condition, 16, "window") < 0.01
+        for w in cfg["windows"]:
+            assert delta(full, condition, w, "middle") - delta(full, condition, w, "sinks") < 0.001
+    spread = per_seed_delta(full, "plain", 4, "window")
+    assert round(min(spread), 2) == 0.02 and round(max(spread), 2) == 0.34
+    assert_states(CODE, "w=4时两种开头都多出0.09nats以上", "w=8时0.02以上", "w=16时不到0.01",
+                  "都不比(c)高出0.001nats以上", "0.02到0.34nats")
+    assert_states(DERIVATION, "w=4的损失多出0.09nats以上", "都不比(c)留前4个高出0.001nats以上")
+
+
+@pytest.mark.claim("ch13-sink-long", paper="Gu et al. 2024", results="results/attention-sinks-long.json",
+                   title="实测：多练 2.5 倍，读法不变",
+                   text="2000 步：仍没有汇点（bos 第 4 层最大的头 0.031，均匀的 1.5 倍）；窗口的代价都变小，"
+                        "留中间词元仍比留前 4 个好")
+def test_sink_long(full, long):
+    assert long["config"]["steps"] == 2000 and long["config"]["seeds"] == full["config"]["seeds"]
+    u = ch13_sinks.uniform(long, "first1")
+    for condition in exp.CONDITIONS:
+        init, trained = mass(long, condition, "init", "first1"), mass(long, condition, "trained", "first1")
+        for before, after in zip(init, trained):
+            assert statistics.fmean(after) < statistics.fmean(before) and statistics.fmean(after) < u
+        for w in long["config"]["windows"]:
+            assert delta(long, condition, w, "window") < delta(full, condition, w, "window")
+            assert delta(long, condition, w, "middle") < delta(long, condition, w, "sinks")
+    layer4 = {d: statistics.fmean(mass(d_, "bos", "trained", "first1")[3]) for d, d_ in (("full", full), ("long", long))}
+    assert round(layer4["full"], 3) == 0.012 and round(layer4["long"], 3) == 0.018
+    top = max(mass(long, "bos", "trained", "first1")[3])
+    assert round(top, 3) == 0.031 and round(top / u, 1) == 1.5
+    assert round(delta(full, "plain", 4, "window"), 3) == 0.139 and round(delta(long, "plain", 4, "window"), 3) == 0.022
+    assert_states(CODE, "从800步时的0.012升到0.018", "到了0.031（均匀基线的1.5倍）", "从0.139降到0.022nats",
+                  "留4个中间词元的损失都更低")
+    assert_states(DERIVATION, "均匀基线的1.5倍", "留4个中间词元仍比留前4个更好")
+
+
+@pytest.mark.slow  # trains two tiny models
+def test_tiny_smoke_run(tmp_path):
+    out = tmp_path / "sinks.json"
+    assert exp.main(["--preset", "tiny", "--out", str(out)]) == 0
+    data = load_results(out)
+    assert data["preset"] == "tiny" and [r["condition"] for r in data["runs"]] == list(exp.CONDITIONS)
+
+
+def test_renderer_writes_every_file(tmp_path, full):
+    data = [{**full, "_file": "results/attention-sinks.json"}]
+    for render in ch13_sinks.RENDERERS:
+        render(data, tmp_path)
+    table = (tmp_path / "ch13-sinks-cache.md").read_text(encoding="utf-8")
+    row = ch13_sinks.summary_row(full, "plain", 8, "window")
+    assert f"{row['vs_full_mean']:+.4f}" in table
+    assert f"{full['config']['steps']} 步" in (tmp_path / "ch13-sinks.md").read_text(encoding="utf-8")
+    assert (tmp_path / "ch13-sinks.svg").stat().st_size > 1000
+    assert "尚无测量结果" in (tmp_path / "ch13-sinks-long.md").read_text(encoding="utf-8")   # full 之外没有 long
+    for render in ch13_sinks.RENDERERS:
+        render([], tmp_path / "empty")
+    assert "尚无测量结果" in (tmp_path / "empty" / "ch13-sinks.md").read_text(encoding="utf-8")
