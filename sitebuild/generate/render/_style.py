@@ -254,9 +254,10 @@ def source_line(r: dict) -> str:
 
 
 def md_caption(*results: dict) -> str:
-    """图或表下面的出处说明：一段 HTML（class="provenance"，不用斜体），每个结果文件一行。"""
+    """图或表下面的出处说明：一段 HTML（class="provenance"，不用斜体），每个结果文件一行。
+    不进搜索索引：设备、commit 与文件名不是读者要搜的词（每张图表一行，全站约 15 KB）。"""
     lines = "<br>\n".join(source_line(r) for r in results)
-    return f'<p class="provenance" markdown>{lines}</p>\n'
+    return f'<p class="provenance" markdown data-search-exclude>{lines}</p>\n'
 
 
 def md_table(head: list[str], rows: list[list]) -> str:
