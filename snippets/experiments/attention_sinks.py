@@ -21,7 +21,7 @@
             只对位置 ≥ SCORE_FROM 的预测计分：那里 (c)、(d) 多看的 s 个词元都在窗口外
 
 预设：tiny（测试用，几秒）、quick（2 种开头 × 3 个种子，120 步，约 45 秒）、full（2 × 3，800 步，约 4 分钟，
-页面用它）、long（2 × 3，2000 步，约 11 分钟，写 results/attention-sinks-long.json，不覆盖 full 的结果）。
+页面用它）、long（2 × 3，2000 步，约 8 分钟，写 results/attention-sinks-long.json，不覆盖 full 的结果）。
 
 运行：python -m snippets.experiments.attention_sinks --preset full   （CPU，单线程）
 """
