@@ -45,7 +45,8 @@ def test_rendering_committed_results_is_byte_identical_to_the_site(tmp_path):
     line = (tmp_path / "a" / "flops-vs-n.source.md").read_text(encoding="utf-8")
     result = json.loads((RESULTS_DIR / "cpu-amd-epyc.json").read_text(encoding="utf-8"))
     prov = result["provenance"]
-    assert line.startswith('<p class="provenance" markdown>') and line.count("\n") == 1
+    # kept out of the search index (device, commit and file name are not what readers search)
+    assert line.startswith('<p class="provenance" markdown data-search-exclude>') and line.count("\n") == 1
     for fragment in (prov["torch_version"], prov["date_utc"][:10], prov["git"]["commit"][:10],
                      "`results/cpu-amd-epyc.json`", "设备：CPU"):
         assert fragment in line, fragment

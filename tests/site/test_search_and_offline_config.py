@@ -65,6 +65,8 @@ def test_search_index_is_prose(built_site):
     assert not bad, "\n".join(bad[:20])
     assert not [d["location"] for d in docs if "<pre>" in d["text"]]
     assert not [d["location"] for d in docs if d["location"].startswith("interview/#")]
+    provenance = re.compile("设备\u200b?：\u200b?(CPU|GPU) ")  # the index puts zero-width spaces between Han words
+    assert not [d["location"] for d in docs if provenance.search(d["text"])], "a figure's provenance line is indexed"
     for page, boost in SECTION_BOOST.items():
         sections = [d for d in docs if d["location"].startswith(page + "/") and "#" in d["location"]]
         assert sections and all(d.get("boost") == boost for d in sections), page

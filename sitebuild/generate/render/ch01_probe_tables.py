@@ -332,7 +332,7 @@ def render_provenance(results: list[dict], out_dir: Path) -> None:
         lines.append(f"{source_line(r)}{changed} · 命令 `{p['command']}` · 耗时 {p['runtime_s']:.0f} s{unused}")
     if not any(r["provenance"]["device"]["type"] == "cuda" for r in rows):
         lines.append("GPU: pending —— 尚无真实 GPU 的结果文件。")
-    write_text(out_dir, name, '<p class="provenance" markdown>' + "<br>\n".join(lines) + "</p>\n")
+    write_text(out_dir, name, '<p class="provenance" markdown data-search-exclude>' + "<br>\n".join(lines) + "</p>\n")
 
 
 RENDERERS = [render_table1, render_flops_table, render_memory_table, render_gradient_table,
