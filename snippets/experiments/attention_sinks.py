@@ -64,7 +64,7 @@ PRESETS = {
               "eval_every": 50, "val_sequences": 128},
     "full": {**COMMON, "seeds": [0, 1, 2], "steps": 800, "warmup_steps": 40, "batch_size": 16, "lr": 5e-3,
              "eval_every": 100, "val_sequences": 128},
-    # long：2000 步（约 11 分钟）：汇点在「充分训练之后」才出现（Gu 等 2024），多练 2.5 倍，读法会不会变
+    # long：2000 步（约 8 分钟）：汇点在「充分训练之后」才出现（Gu 等 2024），多练 2.5 倍，读法会不会变
     "long": {**COMMON, "seeds": [0, 1, 2], "steps": 2000, "warmup_steps": 40, "batch_size": 16, "lr": 5e-3,
              "eval_every": 250, "val_sequences": 128},
 }

@@ -38,6 +38,12 @@ def _close(got: list[list[float]], want: list[list[float]]) -> bool:
             and all(abs(g - w) <= TOLERANCE for gr, wr in zip(got, want) for g, w in zip(gr, wr)))
 
 
+def _start(page, figure) -> None:
+    """Scroll the widget into view, as a reader would, and wait until its script has drawn it."""
+    figure.scroll_into_view_if_needed()
+    page.wait_for_function("f => f.dataset.ready === 'true'", arg=figure.element_handle(), timeout=20_000)
+
+
 def _press(page, control, key: str) -> None:
     control.focus()
     page.keyboard.press(key)
@@ -56,8 +62,7 @@ def test_attention_playground_computes_what_the_reader_code_computes(chromium_br
         default = ch03_widget.DEFAULT
         want = ch03_widget.reference_weights(default["scale"], default["temperature"], default["causal"], default["pad"])
         assert not before["ready"] and _close(before["heatmap"], want), before
-        figure.scroll_into_view_if_needed()
-        page.wait_for_function("f => f.dataset.ready === 'true'", arg=figure.element_handle(), timeout=20_000)
+        _start(page, figure)
         field = {name: figure.locator(f"[name={name}]") for name in ("scale", "temperature", "causal", "pad", "query")}
         seen = 0
         temps = ch03_widget.TEMPERATURES
@@ -122,8 +127,7 @@ def test_saturation_widget_computes_what_the_reader_code_computes(chromium_brows
         before = figure.evaluate(SATURATION_JS)
         default = ch03_widget.SAT_DEFAULT
         assert not before["ready"] and same(before["panels"], ch03_widget.reference_saturation(**default)), before
-        figure.scroll_into_view_if_needed()
-        page.wait_for_function("f => f.dataset.ready === 'true'", arg=figure.element_handle(), timeout=20_000)
+        _start(page, figure)
         d_k, sigma = figure.locator("[name=d_k]"), figure.locator("[name=sigma]")
         _press(page, sigma, "Home")
         seen = {}
@@ -184,8 +188,7 @@ def test_positional_widget_computes_what_the_reader_code_computes(chromium_brows
         assert not before["ready"] and same(before, w.reference(**default)), before
         assert before["points"] == w.curve_points(before["gram"])
         built_image = before["image"]
-        figure.scroll_into_view_if_needed()
-        page.wait_for_function("f => f.dataset.ready === 'true'", arg=figure.element_handle(), timeout=20_000)
+        _start(page, figure)
         field = {name: figure.locator(f"[name={name}]") for name in ("p", "base", "pair")}
         seen, pair_now, images = 0, default["pair"], set()
         _press(page, field["base"], "Home")
@@ -245,8 +248,7 @@ def test_gradients_widget_computes_what_the_reader_code_computes(chromium_browse
         lstm = w.reference_lstm(w.DEFAULT["forget_bias"])
         assert not before["ready"] and same(before["series"]["rnn"]["v"], w.reference_rnn(w.DEFAULT["rho"]))
         assert same(before["series"]["lstm"]["v"], lstm["full"]) and same(before["series"]["direct"]["v"], lstm["direct"])
-        figure.scroll_into_view_if_needed()
-        page.wait_for_function("f => f.dataset.ready === 'true'", arg=figure.element_handle(), timeout=20_000)
+        _start(page, figure)
         rho, bias = figure.locator("[name=rho]"), figure.locator("[name=forget_bias]")
         _press(page, rho, "Home")
         for i, r in enumerate(w.RHOS):
@@ -325,8 +327,7 @@ def test_costs_widget_computes_what_the_closed_forms_compute(chromium_browser, s
         assert not before["ready"]
         check(before, default["n"], default["d"], default["w"])
         built = {k: before[k] for k in ("points", "dots")}
-        figure.scroll_into_view_if_needed()
-        page.wait_for_function("f => f.dataset.ready === 'true'", arg=figure.element_handle(), timeout=20_000)
+        _start(page, figure)
         after = figure.evaluate(COSTS_JS)
         # the script redraws the default state exactly as the generator drew it
         assert {k: after[k] for k in ("points", "dots")} == built and after["shown"] == before["shown"]
