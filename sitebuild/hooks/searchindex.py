@@ -77,6 +77,24 @@ PAGE_BOOST = {"notebooks": 0.05, "verification/*": 0.001, "interview/*": 0.001}
 # The question bank includes every chapter's questions.md, which the chapter includes too:
 # its sections are indexed once, in the chapter; the bank keeps its own page entry.
 INCLUDED_ELSEWHERE = ("interview",)
+# A chapter's 导读 page lists what the chapter answers (核心困惑), what it needs (前置知识, 需要的结论)
+# and its notation (记号): together they name every term a later section explains, so they came
+# before that section for the term's queries. They stay out of the index, and the 导读 page's own
+# entry keeps its title only (the chapter is still found by what its title names); its 论文精读
+# section, the paper read closely, stays.
+LANDING_OVERVIEW = ("核心困惑", "前置知识", "记号", "需要的结论")
+
+
+def _landing(location: str) -> bool:
+    """The entry is on a chapter's 导读 page (chapters/NN-slug/, either URL style)."""
+    return re.fullmatch(r"chapters/[^/#]+", _page_key(location.split("#")[0])) is not None
+
+
+def _indexed(entry: dict) -> bool:
+    location = entry["location"]
+    if "#" in location and _under(location, INCLUDED_ELSEWHERE):
+        return False
+    return not (_landing(location) and location.partition("#")[2] in LANDING_OVERVIEW)
 
 GREEK = {
     "alpha": "α", "beta": "β", "gamma": "γ", "delta": "δ", "epsilon": "ε", "varepsilon": "ε",
@@ -350,6 +368,8 @@ def clean_entry(entry: dict, homes: dict[str, list[str]] | None = None) -> dict:
     text = re.sub(r"[ \t\n]{2,}", " ", text).strip()
     entry = {**entry, "title": REDUNDANT_ZWSP.sub("", title), "text": REDUNDANT_ZWSP.sub("", text)}
     location = entry["location"]
+    if "#" not in location and _landing(location):
+        entry["text"] = ""
     if "#" in location and _under(location, ["errata"]):
         entry["text"] = erratum_text(entry["text"])
     if "#" in location and _under(location, ["verification/*"]):
@@ -448,6 +468,5 @@ def on_post_build(config, **kwargs):
     index = json.loads(path.read_text(encoding="utf-8"))
     glossary = Path(config.docs_dir) / "glossary.md"
     homes = glossary_homes(glossary.read_text(encoding="utf-8")) if glossary.is_file() else {}
-    index["docs"] = [clean_entry(entry, homes) for entry in index["docs"]
-                     if not ("#" in entry["location"] and _under(entry["location"], INCLUDED_ELSEWHERE))]
+    index["docs"] = [clean_entry(entry, homes) for entry in index["docs"] if _indexed(entry)]
     path.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")

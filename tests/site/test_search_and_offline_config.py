@@ -14,8 +14,8 @@ import pytest
 from sitebuild.config import load, nav_pages
 from mkdocs.exceptions import PluginError
 
-from sitebuild.hooks.searchindex import (SECTION_BOOST, SPELLINGS, _page_key, clean_entry, fix_query_segmentation,
-                                         glossary_homes, tex_to_text)
+from sitebuild.hooks.searchindex import (LANDING_OVERVIEW, SECTION_BOOST, SPELLINGS, _page_key, clean_entry,
+                                         fix_query_segmentation, glossary_homes, tex_to_text)
 from tests.support.search import load_queries, raw_markup
 from tests.support.sections import DOCS
 
@@ -114,6 +114,33 @@ def test_clean_entry():
               for loc in ("verification/", "verification/ch05/", "interview.html", "interview/ch05.html")}
     assert boosts == {"verification/": None, "verification/ch05/": 0.001, "interview.html": None,
                       "interview/ch05.html": 0.001}
+    # a chapter's 导读 page is found by its title; its overview lists name every term of the chapter
+    landing = {"location": "chapters/05-x/", "title": "第 05 章", "text": "<p>残差 层归一化</p>"}
+    assert clean_entry(landing)["text"] == "" and clean_entry({**landing, "location": "chapters/05-x/derivation/"})["text"]
+
+
+def test_chapter_overviews_stay_out_of_the_index(built_site):
+    """The 导读 pages' 核心困惑, 前置知识, 记号 and 需要的结论 lists are not indexed; their 论文精读 sections are."""
+    docs = json.loads((built_site / "search" / "search_index.json").read_text(encoding="utf-8"))["docs"]
+    landing = re.compile(r"chapters/[^/]+/#(.+)")
+    anchors = {m[1] for d in docs if (m := landing.fullmatch(d["location"]))}
+    assert not anchors & set(LANDING_OVERVIEW), anchors & set(LANDING_OVERVIEW)
+    assert "论文精读" in anchors
+    assert all(d["text"] == "" for d in docs if re.fullmatch(r"chapters/[^/]+/", d["location"]))
+
+
+def test_search_evaluation_targets_exist(built_site):
+    """Every section the search evaluation wants (tools/search_eval.py) is a built page and anchor, so a
+    renamed heading fails here instead of turning into a silent miss of the evaluation."""
+    spec = json.loads((DOCS.parent / "tests" / "support" / "search_eval.json").read_text(encoding="utf-8"))
+    missing = []
+    for q in spec["queries"]:
+        for want in q["want"]:
+            page, _, anchor = want.partition("#")
+            built = built_site / page / "index.html"
+            if not built.is_file() or (anchor and f'id="{anchor}"' not in built.read_text(encoding="utf-8")):
+                missing.append(f"{q['q']}: {want}")
+    assert not missing, missing
 
 
 GLOSSARY_SAMPLE = """| 中文 | English | 说明 | 首次出现 |
