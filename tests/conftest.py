@@ -8,6 +8,7 @@ test needs lives in tests/support/ (one helper layer) or in the folder's own con
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import subprocess
@@ -19,6 +20,7 @@ import pytest
 
 from sitebuild.browser import CHROMIUM, chromium
 from sitebuild.serve import free_port, serve
+from tests.support import builtpage
 from tests.support.build import ROOT, site_build_command
 from tests.support.shared import reap, result, shared_dir, start
 
@@ -27,6 +29,14 @@ def pytest_configure(config):
     """Under pytest-xdist, one torch thread per worker: the workers already fill the cores."""
     if os.environ.get("PYTEST_XDIST_WORKER"):
         os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config):
+    """The run is over: spare the interpreter's last garbage collection, which walks every object
+    still alive (a worker holds torch and the built pages' tokens: seconds, while the controller
+    waits for the worker to exit). Frozen objects are left to the process's end."""
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(items):
@@ -75,6 +85,15 @@ def built_site(_site_build) -> Path:
     """The site, built once per run with ``--strict``; fails loudly with mkdocs' log."""
     assert _site_build["returncode"] == 0, f"mkdocs build --strict failed:\n{_site_build['log']}"
     return Path(_site_build["site_dir"])
+
+
+@pytest.fixture(scope="session")
+def built_pages(built_site, shared, worker_id) -> list[Path]:
+    """Every HTML file of the built site, tokenized (tests/support/builtpage.py), for the tests that
+    read all of them: the workers that need them share the tokenizing."""
+    builtpage.share(shared / "page-tokens")
+    worker = int(worker_id[2:]) if worker_id.startswith("gw") else 0
+    return builtpage.warm(sorted(built_site.rglob("*.html")), worker)
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ from urllib.parse import unquote, urljoin, urlparse
 import pytest
 
 from sitebuild.config import nav_pages
+from tests.support.builtpage import replay
 
 NAV = nav_pages()
 NAV_URLS = [url for _, _, url in NAV]
@@ -37,7 +38,7 @@ class _Page(HTMLParser):
         self.links: list[str] = []
         self.images: list[dict] = []
         self.title = ""
-        self.in_article = False  # set by _read around the article's markup
+        self.in_article = False  # inside the article (<article class="md-content__inner …">)
         self.header = ""  # the phone header's topic: the page's name
         self.nav_labels: list[str] = []
         self.lang = ""
@@ -56,6 +57,8 @@ class _Page(HTMLParser):
             self.ids.add(a["name"])
         if tag == "html":
             self.lang = a.get("lang") or ""
+        if tag == "article" and "md-content__inner" in (a.get("class") or ""):
+            self.in_article = True
         # Pygments' line anchors (<a id=x href=#x>, empty, one per code line) link to themselves:
         # axe's link-name passes over them too
         self_anchor = a.get("href") == f"#{a.get('id')}"
@@ -86,6 +89,8 @@ class _Page(HTMLParser):
             self.handle_endtag(tag)
 
     def handle_endtag(self, tag):
+        if tag == "article":
+            self.in_article = False
         if self._in:
             self._in.pop()
         if self._naming and self._naming[-1][0] == len(self._in):
@@ -109,19 +114,7 @@ def _read(site: Path, url: str) -> _Page | None:
     file = site / (url + "index.html" if url.endswith("/") or not url else url)
     if not file.is_file():
         return None
-    html = file.read_text(encoding="utf-8")
-    page = _Page()
-    start = html.find('<article class="md-content__inner')
-    end = html.find("</article>", start)
-    if start < 0 or end < 0:
-        page.feed(html)
-        return page
-    page.feed(html[:start])
-    page.in_article = True
-    page.feed(html[start:end])
-    page.in_article = False
-    page.feed(html[end:])
-    return page
+    return replay(_Page(), file)
 
 
 def _site_url(base_url: str, href: str) -> tuple[str, str] | None:
@@ -143,7 +136,7 @@ def test_every_nav_page_is_in_the_sitemap(built_site):
     assert {"md", "ipynb"} <= kinds, "the nav should hold the notebook pages too"
 
 
-def test_every_link_with_an_anchor_lands_on_an_id(built_site):
+def test_every_link_with_an_anchor_lands_on_an_id(built_site, built_pages):
     """Each link to #id, on its page or another page of the site, finds that id in the built HTML
     (mkdocs --strict checks Markdown links; this also covers what hooks and templates write)."""
     broken = []
@@ -174,7 +167,7 @@ def test_a_missing_anchor_is_found(tmp_path):
     assert "here" in page.ids and "nowhere" not in page.ids and page.links == ["#nowhere"]
 
 
-def test_every_image_is_there_and_every_figure_has_chinese_alt_text(built_site):
+def test_every_image_is_there_and_every_figure_has_chinese_alt_text(built_site, built_pages):
     """Every <img> of every page points at a file of the site (or data:), and every image in an
     article has alt text in Chinese that says what it shows."""
     missing, no_alt, figures = [], [], 0
@@ -196,7 +189,7 @@ def test_every_image_is_there_and_every_figure_has_chinese_alt_text(built_site):
     assert not no_alt, no_alt
 
 
-def test_every_link_and_button_has_a_name_and_no_id_is_used_twice(built_site):
+def test_every_link_and_button_has_a_name_and_no_id_is_used_twice(built_site, built_pages):
     """What axe's rules read from a page's content, on every built page: the page's language,
     a name for every link and button (its text, an image's alt, aria-label or title), and
     ids used once."""
@@ -226,7 +219,7 @@ CHAPTER_PAGE = re.compile(r"chapters/(\d\d)-[^/]+/(index|[a-z0-9-]+)\.md|noteboo
 
 @pytest.mark.parametrize(("nav_title", "src", "url"), [n for n in NAV if CHAPTER_PAGE.match(n[1])],
                          ids=[n[2] or "home" for n in NAV if CHAPTER_PAGE.match(n[1])])
-def test_chapter_pages_are_named_by_their_chapter(built_site, nav_title, src, url):
+def test_chapter_pages_are_named_by_their_chapter(built_site, built_pages, nav_title, src, url):
     """<title> and the phone header name the chapter ("第 03 章 · 推导" on a section page), and no
     nav or footer label is a bare "正文"."""
     m = CHAPTER_PAGE.match(src)

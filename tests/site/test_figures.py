@@ -92,6 +92,7 @@ def test_pages_link_each_figure_to_its_svg_with_both_palettes_and_the_provenance
         assert f'--8<-- "docs/generated/{name}.source.md"' in pages or name in ("attn-encoder-self", "attn-decoder-masked")
 
 
+@pytest.mark.slow  # every renderer once more, with no results: seconds of matplotlib
 def test_empty_results_still_write_every_file(tmp_path):
     (tmp_path / "res").mkdir()
     figures.render_all(tmp_path / "res", tmp_path / "out")

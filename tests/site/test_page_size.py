@@ -48,10 +48,10 @@ def test_elements_counts_tags_not_text():
 
 
 @pytest.fixture(scope="module")
-def counts(built_site) -> dict[str, int]:
+def counts(built_site, built_pages) -> dict[str, int]:
     """{built file, relative to site/: its elements} for every page of the build."""
     return {f.relative_to(built_site).as_posix(): replay(_Count(), f).elements
-            for f in sorted(built_site.rglob("*.html"))}
+            for f in built_pages}
 
 
 def test_every_built_page_is_within_the_element_budget(counts):

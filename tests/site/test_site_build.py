@@ -43,6 +43,7 @@ def tiny_builds(shared) -> dict:
     return once(shared, "tiny-builds", build_all)
 
 
+@pytest.mark.slow  # three tiny strict builds in a fresh interpreter (tiny_builds)
 def test_strict_build_fails_on_broken_links_and_anchors(tiny_builds):
     """A tiny tree with the real configuration: the good version builds, the broken one fails, naming both."""
     assert tiny_builds["good"]["returncode"] == 0, tiny_builds["good"]["log"]
@@ -77,9 +78,9 @@ def _is_external(url: str) -> bool:
     return bool(re.match(r"^(https?:)?//", url)) and not re.match(r"^(https?:)?//(127\.0\.0\.1|localhost)[:/]", url)
 
 
-def test_built_html_and_css_reference_no_other_host(built_site):
+def test_built_html_and_css_reference_no_other_host(built_site, built_pages):
     offenders = []
-    for html in built_site.rglob("*.html"):
+    for html in built_pages:
         collector = replay(_ResourceCollector(), html)
         offenders += [f"{html.relative_to(built_site)}: {u}" for u in collector.urls if _is_external(u)]
     for css in built_site.rglob("*.css"):
@@ -191,6 +192,7 @@ def test_math_stays_out_of_the_search_index(built_site):
     assert "katex" not in index and "MathML" not in index
 
 
+@pytest.mark.slow  # three tiny strict builds in a fresh interpreter (tiny_builds)
 def test_bad_formula_fails_the_build_naming_page_and_formula(tiny_builds):
     proc = tiny_builds["bad-formula"]
     assert proc["returncode"] != 0, "a formula KaTeX cannot parse must fail the build"
