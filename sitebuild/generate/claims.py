@@ -293,21 +293,23 @@ def _title(claim: Claim, occurrences: list[Occurrence]) -> str:
     return f"{label} · {readable(title)}"
 
 
-def _page_title(src: str) -> str:
-    for title, page in chapters().values():
-        if src == page:
-            return title
-    return {s: t for t, s, _ in nav_pages()}.get(src, src)
+def _page_titles() -> dict[str, str]:
+    """{docs-relative source: the title its "出现在" links show}: a chapter's 导读 page by the
+    chapter's title, any other page by its nav title (read once per render: the nav is parsed anew
+    on every call)."""
+    titles = {src: title for title, src, _ in nav_pages()}
+    titles.update({src: title for title, src in chapters().values()})
+    return titles
 
 
-def _where(occurrences: list[Occurrence]) -> str:
+def _where(occurrences: list[Occurrence], titles: dict[str, str]) -> str:
     """"出现在" links: one per page, to its first badge; further badges on that page numbered."""
     by_page: dict[str, list[Occurrence]] = {}
     for o in occurrences:
         by_page.setdefault(o.page, []).append(o)
     links = []
     for page, items in by_page.items():
-        link = f"[{_page_title(page)}](/{page}#{items[0].anchor})"
+        link = f"[{titles.get(page, page)}](/{page}#{items[0].anchor})"
         if len(items) > 1:
             link += "（另见 " + "、".join(f"[第 {i} 处](/{page}#{o.anchor})" for i, o in enumerate(items[1:], 2)) + "）"
         links.append(link)
@@ -330,8 +332,9 @@ def _summary(claims: list[Claim], status: dict[str, str], run: Run | None, whole
 
 
 def _entries(items: list[Claim], occurrences: dict[str, list[Occurrence]], status: dict[str, str],
-             run: Run | None, level: str) -> list[str]:
-    """One chapter's claims: a table of them, then an entry per claim under a ``level`` heading."""
+             run: Run | None, level: str, titles: dict[str, str]) -> list[str]:
+    """One chapter's claims: a table of them, then an entry per claim under a ``level`` heading
+    (``titles``: :func:`_page_titles`)."""
     heads = {c.id: _title(c, occurrences.get(c.id, [])) for c in items}
     out = ["| 论断 | 编号 | 最近一次运行 |", "|---|---|---|"]
     for c in items:
@@ -345,7 +348,7 @@ def _entries(items: list[Claim], occurrences: dict[str, list[Occurrence]], statu
                 f'<span class="claim-id">{c.id}</span>', "",
                 f"**论断**：{readable(c.text)}  ", f"**论文**：{c.paper}  ",
                 f"**最近一次运行**：{state}  ",
-                f"**出现在**：{_where(occurrences.get(c.id, []))}  ",
+                f"**出现在**：{_where(occurrences.get(c.id, []), titles)}  ",
                 f"**测试**：`{c.nodeid}`  "]
         if c.results:
             out.append(f"**结果文件**：`{c.results}`  ")
@@ -380,10 +383,11 @@ def render(claims: list[Claim], occurrences: dict[str, list[Occurrence]], run: R
     attaches (the site shows the same entries a chapter a page, :func:`render_pages`)."""
     status = {c.id: claim_status(c, run) for c in claims}
     out = _summary(claims, status, run, "")
+    titles, pages = chapters(), _page_titles()
     for key, items in _by_chapter(claims, occurrences).items():
         if items:
-            out += [f"## {chapters().get(key, (key, None))[0]}", ""]
-            out += _entries(items, occurrences, status, run, "###")
+            out += [f"## {titles.get(key, (key, None))[0]}", ""]
+            out += _entries(items, occurrences, status, run, "###", pages)
     return "\n".join(out) + "\n"
 
 
@@ -393,7 +397,7 @@ def render_pages(claims: list[Claim], occurrences: dict[str, list[Occurrence]],
     included by docs/verification.md) and a page's body per chapter (``verification-ch01.md``, the
     page sitebuild/hooks/refpages.py adds as ``verification/ch01/``)."""
     status = {c.id: claim_status(c, run) for c in claims}
-    titles = chapters()
+    titles, pages = chapters(), _page_titles()
     out: dict[str, str] = {}
     index = _summary(claims, status, run, "")
     for key, items in _by_chapter(claims, occurrences).items():
@@ -409,7 +413,7 @@ def render_pages(claims: list[Claim], occurrences: dict[str, list[Occurrence]],
                               for c in items) or "尚无论断。"), ""]
         body = [neighbours(VERIFICATION, key, titles), ""]
         body += _summary(items, status, run, "本章")
-        body += _entries(items, occurrences, status, run, "##") if items else ["本章尚无论断。", ""]
+        body += _entries(items, occurrences, status, run, "##", pages) if items else ["本章尚无论断。", ""]
         out[VERIFICATION.generated.format(key=key)] = "\n".join(body) + "\n"
     out[INDEX] = "\n".join(index) + "\n"
     return out
