@@ -95,8 +95,8 @@ body { font-size: 10.5pt; }
 .md-typeset .katex .vlist-s { width: 0 !important; min-width: 0 !important; }  /* a 2px gap after every sub/superscript: copied text would have a space there */
 .md-typeset .katex-display { overflow: visible !important; background: none !important; }  /* no scroll shadow on paper */
 .md-typeset .tabbed-set > input:not(:checked) + label { display: none; }
-.md-typeset table:not([class]) { display: table !important; width: 100% !important; max-width: 100%; font-size: 0.75em; }
-.md-typeset table:not([class]) th, .md-typeset table:not([class]) td { overflow-wrap: anywhere; padding: 0.35em 0.5em !important; }
+.md-typeset table.table-prewrapped { display: table !important; width: 100% !important; max-width: 100%; font-size: 0.75em; }
+.md-typeset table.table-prewrapped th, .md-typeset table.table-prewrapped td { overflow-wrap: anywhere; padding: 0.35em 0.5em !important; }
 """
 
 

@@ -16,9 +16,14 @@ changes but a table's:
   once the header is parsed and then lays the article out a few blocks a frame, each frame a
   long task on a phone. Not past ``PAINT_CHARS`` of the article (a notebook page is one block of
   800 KB). Chromium 124 and later honour the link; other browsers ignore it.
-* **Tables are wrapped** in ``div.table-block``: Material moves every ``table:not([class])``
-  into a scroll wrapper when it starts, and done directly under the article that change of the
-  article's children restyles every block after the table (the ``:nth-child`` rules).
+* **Tables come in Material's scroll wrapper** (``div.md-typeset__scrollwrap >
+  div.md-typeset__table``) with the class ``table-prewrapped``, so that Material's script, which
+  moves every ``table:not([class])`` into that wrapper when it starts, leaves them alone: on a
+  page that opens on a table, that move laid the first screen out again in one long task
+  (Lighthouse's TBT 420 → 80 ms on chapter 04's 推导（上）). docs/assets/extra.css gives the class
+  Material's table rules (tests/site/test_contentblocks.py checks they match). A table directly
+  under the article also gets a ``div.table-block``, so that the article's children are the same
+  blocks for the ``:nth-child`` rules.
 
 No block is rendered for being last: extra.css stacks the footer above the article, so a
 checker reading colours at load (Lighthouse's axe) does not see a skipped block's text over the
@@ -45,7 +50,8 @@ EM = 19.36  # KaTeX's 1.21em of 16 px: its struts' heights are in these
 PAINT_FOLD = 844  # the first paint holds the blocks a 390 × 844 phone opens on ...
 PAINT_CHARS = 100_000  # ... that end within this many characters of the article (parsed before it)
 PAINT_ID = "first-screen-end"  # the id the last of them gets, unless it has one
-TABLE_CLASS = "table-block"
+TABLE_CLASS = "table-block"  # the block around a table directly under the article
+PREWRAPPED = "table-prewrapped"  # a table already in Material's scroll wrapper
 ARTICLE_OPEN = re.compile(r'<article class="md-content__inner md-typeset">')
 TAG = re.compile(r"<!--.*?-->|<(/?)([a-zA-Z][a-zA-Z0-9-]*)\b[^>]*?(/?)>", re.S)
 VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
@@ -133,7 +139,7 @@ def prepare(html: str) -> str:
     out, pos = [], 0
     for i, (begin, end, tag) in enumerate(blocks):
         target = i == painted - 1
-        if tag == "table":  # the wrapper is the block now; the table keeps no class
+        if tag == "table":  # the block is the wrapper now (see prewrap_tables)
             own = f' id="{PAINT_ID}"' if target else ""
             out += [html[pos:begin], f'<div class="{TABLE_CLASS}"{own}>', html[begin:end], "</div>"]
             pos, name = end, PAINT_ID
@@ -145,7 +151,33 @@ def prepare(html: str) -> str:
         if target:
             head += f'<link rel="expect" href="#{name}" blocking="render">'
     out.append(html[pos:])
-    return "".join(out).replace("</head>", head + "</head>", 1)
+    return prewrap_tables("".join(out)).replace("</head>", head + "</head>", 1)
+
+
+def prewrap_tables(html: str) -> str:
+    """Every ``<table>`` of the article in Material's scroll wrapper, with the class
+    ``PREWRAPPED``. A table with attributes of its own (a widget's) is left alone, as Material
+    leaves it; comments and script text are not markup."""
+    out, pos, opened = [], 0, []  # opened: for each open table, whether it is wrapped
+    scan = ARTICLE_OPEN.search(html).end()
+    while (m := TAG.search(html, scan)) is not None:
+        scan = m.end()
+        closing, name = m.group(1), (m.group(2) or "").lower()
+        if name in RAW and not closing:
+            scan = html.index(">", html.index(f"</{name}", scan)) + 1
+        elif name == "article" and closing:
+            break
+        elif name == "table" and not closing:
+            opened.append(m.group(0) == "<table>")
+            if opened[-1]:
+                out += [html[pos:m.start()], '<div class="md-typeset__scrollwrap"><div class="md-typeset__table">',
+                        f'<table class="{PREWRAPPED}">']
+                pos = m.end()
+        elif name == "table" and closing and opened.pop():
+            out += [html[pos:m.end()], "</div></div>"]
+            pos = m.end()
+    out.append(html[pos:])
+    return "".join(out)
 
 
 def paint_count(html: str, blocks: list[tuple[int, int, str]], article_start: int) -> int:

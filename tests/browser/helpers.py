@@ -435,7 +435,7 @@ TYPESETTING_JS = r"""() => {
     + ' "' + el.textContent.trim().slice(0, 30) + '"';
 
   const kinds = {admonition: '.admonition', details: 'details', summary: 'details > summary',
-                 table: 'table:not([class])'};
+                 table: 'table.table-prewrapped'};
   const sizes = {checked: {}, smallest: {}, offenders: []};
   for (const [kind, sel] of Object.entries(kinds)) {
     const els = [...document.querySelectorAll('.md-content ' + sel)].filter(el => !el.closest('.jupyter-wrapper'));
