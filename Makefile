@@ -16,8 +16,11 @@ export PYTHONHASHSEED := 0
 # Test workers (pytest-xdist): one more than the cores, at most 4. The browser tests spend part
 # of their time waiting on Chromium, so a third worker on a 2-core machine keeps both cores busy.
 # They share one site build, one visit of each page and one PDF (tests/support/shared.py).
+# worksteal: a worker that runs out takes queued tests from the others. With xdist's default
+# (load), the last chunk handed to one worker held the notebook runs, and that worker ran alone
+# for its last three minutes (tools/history.md, 2026-12-04).
 TEST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); n=$$((n + 1)); [ $$n -gt 4 ] && n=4; echo $$n)
-XDIST := -n $(TEST_JOBS)
+XDIST := -n $(TEST_JOBS) --dist worksteal
 # The fast tier has no browser to wait on: one worker per core (at most 4), since each extra
 # worker pays its own collection (torch, matplotlib) on the same cores.
 FAST_JOBS ?= $(shell n=$$(nproc 2>/dev/null || echo 1); [ $$n -gt 4 ] && n=4; echo $$n)
