@@ -423,8 +423,8 @@ def on_post_page(output, page, config, **kwargs):
     return output.replace(shown, served, 1)
 
 
-# Two one-line fixes to how Material's search worker (9.x) reads a Chinese query, applied to the
-# copy the site serves. The build fails if a fixed line is not found exactly once, so an upgrade
+# Four one-line changes to Material's search worker (9.x): three fixes to how it reads a Chinese
+# query and one to what a result shows, applied to the copy the site serves. The build fails if a fixed line is not found exactly once, so an upgrade
 # of Material that changes or fixes it is noticed.
 # 1. integrations/search/query/segment cuts a run of Han characters into tokens of the index, but
 #    its loop never tries a token that ends the run (``for (j = i + 1; j < query.length; j++)``):
@@ -436,6 +436,12 @@ def on_post_page(output, page, config, **kwargs):
 #    are both "1324"); the builder then merges them, a wildcard expands to a token the index lacks,
 #    and the query throws ("reading '_index'"): d_model and n < d found nothing once the chapter 04
 #    and 06 notebooks were indexed. A comma after each id makes the name unambiguous.
+# 4. A result is a page with its matching sections; Material shows the sections that tie the
+#    group's best score and folds the rest under 「还有 N 个结果」. A page's own entry scores up to
+#    2.5 times a section's, so a page that names the query in its title or summary showed none of
+#    its sections, the explaining one folded. The worker now lists a group's sections before its
+#    page entry (the page still heads the group, and the groups keep their order): the best
+#    section is always shown. Measured: tools/history.md, 2026-12-04.
 WORKER_FIXES = [
     (re.compile(r"for\(let (\w)=(\w)\+1;\1<(\w)\.length;\1\+\+\)\3\.slice\(\2,\1\)in "),
      lambda m: m.group(0).replace("<", "<=", 1)),
@@ -443,6 +449,9 @@ WORKER_FIXES = [
      lambda m: f'{m.group(1)}=>" "+[...{m.group(2)}({m.group(1)},this.index.invertedIndex)].join("* ")+" "'),
     (re.compile(r"(TokenSet\.prototype\.toString=function\(\)\{.{0,200}?(\w)=\2\+(\w)\+(\w)\.id)(\}return \2\})"),
      lambda m: m.group(1) + '+","' + m.group(5)),
+    (re.compile(r"return (\w)\(\{items:\[\.\.\.(\w)\.values\(\)\]\}"),
+     lambda m: (f"return {m.group(1)}({{items:[...{m.group(2)}.values()].map(g=>[...g.filter(x=>x.location.includes(\"#\")),"
+                f"...g.filter(x=>!x.location.includes(\"#\"))])}}")),
 ]
 
 

@@ -214,6 +214,28 @@ def test_search_follows_text_entered_without_a_key_release(chromium_browser, sit
         assert box.input_value() == "多头注意力"
 
 
+# For each result (a page with its matching sections): how many section links it shows and how
+# many it folds under 「还有 N 个结果」.
+SHOWN_SECTIONS_JS = """() => [...document.querySelectorAll('.md-search-result__item')].map(li => {
+  const sections = [...li.querySelectorAll('a')].filter(a => new URL(a.href).hash);
+  const folded = sections.filter(a => a.closest('details.md-search-result__more'));
+  return {page: li.querySelector('a').href, shown: sections.length - folded.length, folded: folded.length};
+})"""
+
+
+def test_search_shows_each_results_best_section(chromium_browser, site_url):
+    """A result that has matching sections shows the best of them, never only the page with every
+    section folded (sitebuild/hooks/searchindex.py: WORKER_FIXES, 4). 为什么RNN难以并行 and
+    注意力头剪枝 are reader queries whose page entry outscored all its sections before the fix."""
+    with opened(chromium_browser, site_url) as page:
+        for query in ("为什么RNN难以并行", "注意力头剪枝", "FFN的作用"):
+            type_search(page, query)
+            results = page.evaluate(SHOWN_SECTIONS_JS)
+            assert any(r["shown"] + r["folded"] for r in results), (query, results)
+            hidden = [r["page"] for r in results if r["folded"] and not r["shown"]]
+            assert not hidden, f"{query}: every section folded under {hidden}"
+
+
 # ---------------------------------------------------------------------------- first visit
 
 

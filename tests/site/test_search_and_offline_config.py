@@ -240,6 +240,8 @@ def test_query_segmentation_tries_a_token_that_ends_the_query(built_site, tmp_pa
     assert re.search(r'=>" "\+\[\.\.\.\w+\(\w,this\.index\.invertedIndex\)\]\.join\("\* "\)\+" "', worker)
     # lunr's token-set node names are unambiguous: label, child id, comma
     assert re.search(r'TokenSet\.prototype\.toString=function\(\)\{.{0,200}?\.id\+","\}return', worker)
+    # a result's sections come before its page entry, so the best one is shown, not folded
+    assert re.search(r'items:\[\.\.\.\w\.values\(\)\]\.map\(g=>\[\.\.\.g\.filter\(x=>x\.location\.includes\("#"\)\)', worker)
     # the hook fails loudly where Material's loop is not what it fixes
     workers = tmp_path / "assets/javascripts/workers"
     workers.mkdir(parents=True)
