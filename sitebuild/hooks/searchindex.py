@@ -423,9 +423,10 @@ def on_post_page(output, page, config, **kwargs):
     return output.replace(shown, served, 1)
 
 
-# Four one-line changes to Material's search worker (9.x): three fixes to how it reads a Chinese
-# query and one to what a result shows, applied to the copy the site serves. The build fails if a fixed line is not found exactly once, so an upgrade
-# of Material that changes or fixes it is noticed.
+# Four one-line changes to Material's search worker (9.x), applied to the copy the site serves:
+# three fixes to how it reads a Chinese query and one to what a result shows. The build fails if a
+# changed line is not found exactly once, so an upgrade of Material that changes or fixes it is
+# noticed.
 # 1. integrations/search/query/segment cuts a run of Han characters into tokens of the index, but
 #    its loop never tries a token that ends the run (``for (j = i + 1; j < query.length; j++)``):
 #    「字节对编码」 could only match 字节, 对 and 编, and a query's last word lost to its characters.
