@@ -290,6 +290,20 @@ LINE_START_PUNCT_JS = r"""() => {
   return {checked, line_starts: out};
 }"""
 
+# Each table block's placeholder (its contain-intrinsic-size, sitebuild/hooks/contentblocks.py:
+# table_placeholder) against the table's real height: asking for the wrapper's box lays a skipped
+# block out without changing the page.
+TABLE_PLACEHOLDERS_JS = """() => {
+  const blocks = [...document.querySelectorAll('.md-content__inner > .table-block')];
+  const short = [];
+  for (const b of blocks) {
+    const placeholder = parseFloat((b.getAttribute('style') || '').match(/contain-intrinsic-size:\\s*auto\\s+([\\d.]+)px/)?.[1] || 0);
+    const real = b.firstElementChild.getBoundingClientRect().height;
+    if (real > placeholder) short.push(`${b.textContent.trim().slice(0, 30)}: ${Math.round(real)} px, placeholder ${placeholder} px`);
+  }
+  return {checked: blocks.length, short};
+}"""
+
 OVERFLOW_JS = """() => {
   const vw = document.documentElement.clientWidth;
   const scrolls = el => { for (let e = el; e && e !== document.body; e = e.parentElement) {
@@ -417,9 +431,10 @@ UNFOCUSABLE_SCROLLERS_JS = """() => {
 def layout(page) -> dict:
     """What a reader at the current width sees go wrong: sideways page scroll, formulas that
     scroll without a cue, blocks that scroll but take no focus, lines that start with closing
-    punctuation."""
+    punctuation, tables taller than the placeholder they take while skipped."""
     return {"overflow": page.evaluate(OVERFLOW_JS), "cue": page.evaluate(SCROLL_CUE_JS),
-            "focus": page.evaluate(UNFOCUSABLE_SCROLLERS_JS), "punct": page.evaluate(LINE_START_PUNCT_JS)}
+            "focus": page.evaluate(UNFOCUSABLE_SCROLLERS_JS), "punct": page.evaluate(LINE_START_PUNCT_JS),
+            "tables": page.evaluate(TABLE_PLACEHOLDERS_JS)}
 
 
 # Typesetting (issue 11; docs/assets/extra.css, sitebuild/hooks/abbrfirst.py), measured in px at the

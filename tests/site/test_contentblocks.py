@@ -7,6 +7,7 @@ heavy section page within the phone budget that it broke without it. Here, the s
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 
@@ -14,7 +15,8 @@ import pytest
 
 from sitebuild.config import nav_pages
 from sitebuild.hooks.contentblocks import (ARTICLE_OPEN, FOLD, HEADER, PAINT_CHARS, PAINT_FOLD, PAINT_ID, PREWRAPPED,
-                                            TABLE_CLASS, phone_height, prepare, top_level_blocks)
+                                            TABLE_CLASS, TABLE_MARGIN, phone_height, prepare, table_placeholder,
+                                            top_level_blocks)
 
 ROOT = Path(__file__).resolve().parents[2]
 OPEN = '<article class="md-content__inner md-typeset">'
@@ -71,12 +73,13 @@ def test_tables_of_the_article_are_wrapped_and_the_first_screen_counted():
     wrapped = f'{SCROLLWRAP}<table class="{PREWRAPPED}"><tr><td>%s</td></tr></table></div></div>'
     # a block of its own under the article; the admonition's table stays where it is; both come
     # in Material's scroll wrapper with a class, so that Material's script leaves them alone
-    assert f'<div class="table-block">{wrapped % 1}</div>' in out
+    block = '<div class="table-block" style="contain-intrinsic-size:auto 113px">'  # (2 + one row of 43) × 2.5
+    assert f'{block}{wrapped % 1}</div>' in out
     assert f'<div class="admonition">{wrapped % "inside"}</div>' in out
     assert out.count("<table>") == 1  # in the comment
     # nothing else changed but the id of the last block, which the first paint waits for
     assert paint_target(html) == PAINT_ID
-    unwrapped = (out.replace(f'<div class="table-block">{wrapped % 1}</div>', "<table><tr><td>1</td></tr></table>")
+    unwrapped = (out.replace(f'{block}{wrapped % 1}</div>', "<table><tr><td>1</td></tr></table>")
                  .replace(wrapped % "inside", "<table><tr><td>inside</td></tr></table>"))
     assert unwrapped == BODY.replace("<p>最后</p>", f'<p id="{PAINT_ID}">最后</p>')
     assert rules(html) == 8  # 8 blocks, all above the fold
@@ -143,7 +146,18 @@ def test_a_block_with_its_own_id_is_named_as_it_is():
 def test_a_table_is_waited_for_by_its_wrapper():
     html = prepare(page("<p>a</p><table><tr><td>1</td></tr></table>"))
     assert paint_target(html) == PAINT_ID
-    assert f'<div class="table-block" id="{PAINT_ID}">{SCROLLWRAP}<table class="{PREWRAPPED}">' in article(html)
+    assert f'<div class="table-block" id="{PAINT_ID}" style="contain-intrinsic-size:auto 113px">{SCROLLWRAP}' in article(html)
+
+
+def test_a_skipped_tables_placeholder_counts_its_rows_and_their_lines():
+    """A table block's placeholder height (px, while content-visibility skips it): each row's
+    tallest cell in lines, times TABLE_MARGIN. tests/browser/test_pages.py checks on every page
+    that no table is taller at 390 px than its placeholder."""
+    one_line = "<tr><td>post-LN</td><td>LLaMA</td><td><a href='#'>05 章</a></td></tr>"
+    two_lines = "<tr><td>" + "字" * 20 + "</td><td>x</td><td>y</td></tr>"  # 230 px of text in a 119 px column
+    assert table_placeholder(f"<table>{one_line}</table>") == math.ceil((2 + 43) * TABLE_MARGIN)
+    assert table_placeholder(f"<table>{two_lines}</table>") == math.ceil((2 + 24 + 2 * 19) * TABLE_MARGIN)
+    assert table_placeholder(f"<table>{one_line * 10}</table>") == math.ceil((2 + 430) * TABLE_MARGIN)
 
 
 def test_a_table_with_a_class_of_its_own_is_left_alone():
