@@ -23,7 +23,8 @@ changes but a table's:
   (Lighthouse's TBT 420 → 80 ms on chapter 04's 推导（上）). docs/assets/extra.css gives the class
   Material's table rules (tests/site/test_contentblocks.py checks they match). A table directly
   under the article also gets a ``div.table-block``, so that the article's children are the same
-  blocks for the ``:nth-child`` rules.
+  blocks for the ``:nth-child`` rules, with a placeholder height of its own for while it is
+  skipped (:func:`table_placeholder`).
 
 No block is rendered for being last: extra.css stacks the footer above the article, so a
 checker reading colours at load (Lighthouse's axe) does not see a skipped block's text over the
