@@ -19,8 +19,8 @@ changes but a table's:
 * **Tables come in Material's scroll wrapper** (``div.md-typeset__scrollwrap >
   div.md-typeset__table``) with the class ``table-prewrapped``, so that Material's script, which
   moves every ``table:not([class])`` into that wrapper when it starts, leaves them alone: on a
-  page that opens on a table, that move laid the first screen out again in one long task
-  (Lighthouse's TBT 420 → 80 ms on chapter 04's 推导（上）). docs/assets/extra.css gives the class
+  page that opens on a table, that move laid the first screen out again in one long task.
+  docs/assets/extra.css gives the class
   Material's table rules (tests/site/test_contentblocks.py checks they match). A table directly
   under the article also gets a ``div.table-block``, so that the article's children are the same
   blocks for the ``:nth-child`` rules, with a placeholder height of its own for while it is
@@ -250,8 +250,8 @@ TABLE_ROW = re.compile(r"<tr\b.*?</tr>", re.S)
 TABLE_CELL = re.compile(r"<t[dh]\b.*?</t[dh]>", re.S)
 TABLE_FONT = 11.52  # px: tables are .72rem (extra.css)
 # What the row model below misses (numbers and code that do not break, formulas taller than a
-# line, columns of unequal width) made the site's tables up to 2.21 times its estimate at 390 px
-# (all 198, Chromium, tools/history.md 2026-12-04); tests/browser/test_pages.py checks every page.
+# line, columns of unequal width), measured over the site's tables at 390 px (tools/history.md,
+# 2026-12-04); tests/browser/test_pages.py checks on every page that no table outgrows it.
 TABLE_MARGIN = 2.5
 
 
@@ -259,8 +259,8 @@ def table_placeholder(table: str) -> int:
     """A table's height on a 390 px phone, estimated generously from its HTML (px): the size its
     block takes while skipped. Asked where a link inside a skipped block is, Chromium lays the block
     out at its real height over the blocks placed after its placeholder, and Lighthouse's
-    target-size check then found a table's links under the next questions (chapter 10's 面试追问,
-    accessibility 96). Each row: its tallest cell's lines (a column gets 358 px / columns, at least
+    target-size check then found a table's links under the next questions (chapter 10's 面试追问).
+    Each row: its tallest cell's lines (a column gets 358 px / columns, at least
     Material's 6.5em on phones) at 19 px, plus the cell padding; times TABLE_MARGIN."""
     height = 2
     for row in TABLE_ROW.findall(table):
