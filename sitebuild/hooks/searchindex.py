@@ -14,14 +14,17 @@ so that results show prose, read without TeX and put the explaining section firs
   (``\\(…\\)``, ``\\[…\\]``, notebook ``$…$``) becomes plain text (``\\sqrt{d_k}`` → ``√d_k``,
   ``O(n^2)`` → ``O(n²)``), notebook ``¶`` anchors leave the titles, and a section whose title
   names a term in :data:`SPELLINGS` is also indexed under the spellings readers type
-  (``kv缓存``, ``sqrt dk``); reference pages' sections get a low boost (:data:`SECTION_BOOST`).
+  (``kv缓存``, ``sqrt dk``); every entry gets its length (``tokens``) and pages that restate a
+  chapter a boost below 1 (:data:`SECTION_BOOST`, :data:`PAGE_BOOST`), and the served search
+  worker gets three fixes and the ranking of ``search_rank.js`` (:data:`WORKER_FIXES`).
 
-Material's worker ranks with no length normalisation, so a section's score grows with every
+Material's worker alone ranks with no length normalisation, so a section's score grows with every
 repeat of a term: dropping code is what lets prose outrank test source.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import html
 import json
 import re
@@ -61,19 +64,23 @@ SPELLING_PAGES = ("chapters",)
 GLOSSARY_ROW = re.compile(r"^\|([^|]+)\|([^|]+)\|[^|]*\|([^|]*)\|\s*$")
 GLOSSARY_LINK = re.compile(r"\]\((chapters/[^)]+)\)")
 
-# Pages that restate what a chapter explains rank below the chapters: a lunr document boost on
-# each of their sections. A claim's or an erratum's title names its term while a chapter
-# explains the term in a section's text; at 1/1000, the inverse of the title boost, their
-# titles weigh what a chapter sentence weighs. Notebook sections too: their titles name the term
-# the chapter's section explains (「3. 交叉注意力：…」 came before chapter 02's section once the query
-# kept 交叉注意力 whole, fix_query_segmentation). A page's own entry keeps boost 1 (so "验证清单" finds the page),
-# except a notebook's, whose title ("亲手改参数，重跑关键实验") names no topic of its own.
-# Keys are page paths as in docs/ without the extension ("notebooks" covers notebooks/*).
-SECTION_BOOST = {"verification": 0.001, "errata": 0.001, "notebooks": 0.001}
-# The reference pages' chapter pages (verification/ch01/, interview/ch01/, sitebuild/refpages.py) are
-# titled after the chapter they list ("验证清单 · 第 05 章 前馈网络、残差与层归一化"): at full weight
-# their own entries came before the chapter for its own terms. Their index pages keep boost 1.
-PAGE_BOOST = {"notebooks": 0.05, "verification/*": 0.001, "interview/*": 0.001}
+# Pages that restate what a chapter explains rank below the chapter: each entry's ``boost`` is the
+# factor the worker's ranking (search_rank.js) multiplies its score by (lunr reads it too, but its
+# score is replaced). A claim's or an erratum's title names its term while a chapter explains the
+# term in a section's text, and a notebook section's title names the term its chapter's section
+# explains; the cheat sheet, the glossary and the guide restate every chapter in brief, a
+# chapter's question page asks about what its other pages explain, and a chapter's code page runs
+# it. A page's own entry: a notebook's title ("亲手改参数，重跑关键实验") names no topic of its own,
+# and the reference pages' chapter pages (verification/ch01/, interview/ch01/, sitebuild/refpages.py)
+# are titled after the chapter they list. Keys are page paths as in docs/ without the extension,
+# ``*`` any part of a path ("notebooks" covers notebooks/*; "" is the home page); where two keys
+# name an entry's page, the later one holds (interview/ch01/ is under "interview/*"). Measured:
+# tools/history.md, 2026-12-04 (search ranking, eighth pass).
+RESTATING = {"cheatsheet": 0.7, "glossary": 0.7, "guide": 0.7, "": 0.7, "chapters/*/view-2026": 0.7,
+             "chapters/*/interview": 0.5,
+             "chapters/*/code": 0.8}
+SECTION_BOOST = {**RESTATING, "verification": 0.13, "errata": 0.13, "notebooks": 0.13}
+PAGE_BOOST = {**RESTATING, "interview": 0.5, "notebooks": 0.4, "verification/*": 0.13, "interview/*": 0.06}
 # The question bank includes every chapter's questions.md, which the chapter includes too:
 # its sections are indexed once, in the chapter; the bank keeps its own page entry.
 INCLUDED_ELSEWHERE = ("interview",)
@@ -296,10 +303,12 @@ REDUNDANT_ZWSP = re.compile(r"\u200b+(?=[\s、。，．？！；√<]|$)|(?<=[\s
 
 def _under(location: str, pages) -> bool:
     """The entry belongs to one of the pages (or folders), whichever URL style the site uses
-    (``verification/#x`` served, ``verification.html#x`` in the offline edition); ``folder/*``:
-    the pages in the folder, not the page of the same name."""
+    (``verification/#x`` served, ``verification.html#x`` in the offline edition); ``*`` stands for
+    any part of a path (``verification/*``: the pages in the folder, not the page of the same
+    name); ``""`` is the home page alone."""
     path = re.sub(r"(?:/?index)?\.html$|/$", "", location.split("#")[0])
-    return any(path.startswith(page[:-1]) if page.endswith("/*") else (path == page or path.startswith(page + "/"))
+    return any(fnmatch.fnmatchcase(path, page) if "*" in page
+               else (path == page or (page != "" and path.startswith(page + "/")))
                for page in pages)
 
 
@@ -393,6 +402,18 @@ def clean_entry(entry: dict, homes: dict[str, list[str]] | None = None) -> dict:
     return entry
 
 
+def add_lengths(entries: list[dict], separator: re.Pattern) -> None:
+    """``tokens``: an entry's title and text length in index tokens, each over its mean across the
+    index, two decimals (the ranking's length normalisation, search_rank.js)."""
+    def tokens(markup: str) -> int:  # a tag ends a token, as in the worker's tokenizer
+        return sum(1 for t in separator.split(html.unescape(re.sub(r"<[^>]+>", " ", markup))) if t)
+
+    counts = [[tokens(entry["title"]), tokens(entry["text"])] for entry in entries]
+    means = [max(1.0, sum(c[i] for c in counts) / max(1, len(counts))) for i in (0, 1)]
+    for entry, (title, text) in zip(entries, counts):
+        entry["tokens"] = [round(title / means[0], 2), round(text / means[1], 2)]
+
+
 # An excluded element whole: its inside is no search input, so the plugin reads it emptied
 # (highlighted code is mostly <span> tags, which its HTML parser would read one by one).
 EXCLUDED_ELEMENT = re.compile(rf"(<([a-z]+)\b[^>]*{EXCLUDE}[^>]*>).*?(</\2>)", re.S)
@@ -424,7 +445,7 @@ def on_post_page(output, page, config, **kwargs):
 
 
 # Four one-line changes to Material's search worker (9.x), applied to the copy the site serves:
-# three fixes to how it reads a Chinese query and one to what a result shows. The build fails if a
+# three fixes to how it reads a Chinese query and one that hands the ranking its input. The build fails if a
 # changed line is not found exactly once, so an upgrade of Material that changes or fixes it is
 # noticed.
 # 1. integrations/search/query/segment cuts a run of Han characters into tokens of the index, but
@@ -437,12 +458,10 @@ def on_post_page(output, page, config, **kwargs):
 #    are both "1324"); the builder then merges them, a wildcard expands to a token the index lacks,
 #    and the query throws ("reading '_index'"): d_model and n < d found nothing once the chapter 04
 #    and 06 notebooks were indexed. A comma after each id makes the name unambiguous.
-# 4. A result is a page with its matching sections; Material shows the sections that tie the
-#    group's best score and folds the rest under 「还有 N 个结果」. A page's own entry scores up to
-#    2.5 times a section's, so a page that names the query in its title or summary showed none of
-#    its sections, the explaining one folded. The worker now lists a group's sections before its
-#    page entry (the page still heads the group, and the groups keep their order): the best
-#    section is always shown. Measured: tools/history.md, 2026-12-04.
+# 4. The worker's results are ranked again before they leave it (RANKING, prepended to the worker:
+#    lunr's score has no length normalisation and Material lists a page that names the query in its
+#    title before the section that explains it). Each result carries, for the ranking, how often
+#    each query word occurs in its title and its text, from lunr's match data.
 WORKER_FIXES = [
     (re.compile(r"for\(let (\w)=(\w)\+1;\1<(\w)\.length;\1\+\+\)\3\.slice\(\2,\1\)in "),
      lambda m: m.group(0).replace("<", "<=", 1)),
@@ -450,10 +469,13 @@ WORKER_FIXES = [
      lambda m: f'{m.group(1)}=>" "+[...{m.group(2)}({m.group(1)},this.index.invertedIndex)].join("* ")+" "'),
     (re.compile(r"(TokenSet\.prototype\.toString=function\(\)\{.{0,200}?(\w)=\2\+(\w)\+(\w)\.id)(\}return \2\})"),
      lambda m: m.group(1) + '+","' + m.group(5)),
-    (re.compile(r"return (\w)\(\{items:\[\.\.\.(\w)\.values\(\)\]\}"),
-     lambda m: (f"return {m.group(1)}({{items:[...{m.group(2)}.values()].map(g=>[...g.filter(x=>x.location.includes(\"#\")),"
-                f"...g.filter(x=>!x.location.includes(\"#\"))])}}")),
+    (re.compile(r"let (\w)=\w+\(\w\)\.filter\(\w=>\w\.presence!==lunr\.Query\.presence\.PROHIBITED\)"
+                r"(.{0,80}?matchData:(\w)\}.{0,900}?)terms:(\w)\}", re.S),
+     lambda m: f"{m.group(0)[:-1]},counts:self.__searchTermCounts({m.group(1)},{m.group(3)}.metadata)}}"),
 ]
+
+
+RANKING = Path(__file__).with_name("search_rank.js")
 
 
 def fix_query_segmentation(site_dir: Path) -> None:
@@ -466,7 +488,7 @@ def fix_query_segmentation(site_dir: Path) -> None:
         if found != 1:
             raise PluginError(f"searchindex: {pattern.pattern!r} was found {found} times in {workers[0].name} "
                               "(Material changed: check whether the fix is still needed)")
-    workers[0].write_text(code, encoding="utf-8")
+    workers[0].write_text(RANKING.read_text(encoding="utf-8") + code, encoding="utf-8")
 
 
 @event_priority(-50)  # after the search plugin writes the index, before offline (-100) copies it
@@ -479,4 +501,5 @@ def on_post_build(config, **kwargs):
     glossary = Path(config.docs_dir) / "glossary.md"
     homes = glossary_homes(glossary.read_text(encoding="utf-8")) if glossary.is_file() else {}
     index["docs"] = [clean_entry(entry, homes) for entry in index["docs"] if _indexed(entry)]
+    add_lengths(index["docs"], re.compile(index["config"]["separator"]))
     path.write_text(json.dumps(index, ensure_ascii=False, separators=(",", ":")), encoding="utf-8")

@@ -661,10 +661,11 @@ def save_screenshot(page, name: str, full_page: bool = True) -> Path:
 # Search: the shipped Material worker, fed the built index, queried directly.
 # --------------------------------------------------------------------------------------
 
-SEARCH_WORKER_JS = """async (queries) => {
+SEARCH_WORKER_JS = """async ({queries, docs}) => {
   const config = JSON.parse(document.getElementById('__config').textContent);
   const base = new URL(config.base + '/', location.href);
   const index = await (await fetch(new URL('search/search_index.json', base))).json();
+  if (docs) index.docs = docs;
   const worker = new Worker(new URL(config.search, base));
   const ask = msg => new Promise((resolve, reject) => {
     worker.onmessage = ev => resolve(ev.data);
@@ -688,10 +689,11 @@ SEARCH_WORKER_JS = """async (queries) => {
 }"""
 
 
-def search_with_worker(page, queries: list[str]) -> dict[str, list[list[dict]]]:
+def search_with_worker(page, queries: list[str], docs: list[dict] | None = None) -> dict[str, list[list[dict]]]:
     """For each query, the result groups (one per page, best first): lists of items with the
-    location, and for the first three pages the title and (highlighted) text a reader sees."""
-    return evaluate_within(page, SEARCH_WORKER_JS, queries)
+    location, and for the first three pages the title and (highlighted) text a reader sees.
+    ``docs``: index entries to search instead of the site's (with the site's config)."""
+    return evaluate_within(page, SEARCH_WORKER_JS, {"queries": queries, "docs": docs})
 
 
 def type_search(page, query: str) -> list[str]:

@@ -225,8 +225,9 @@ SHOWN_SECTIONS_JS = """() => [...document.querySelectorAll('.md-search-result__i
 
 def test_search_shows_each_results_best_section(chromium_browser, site_url):
     """A result that has matching sections shows the best of them, never only the page with every
-    section folded (sitebuild/hooks/searchindex.py: WORKER_FIXES, 4). 为什么RNN难以并行 and
-    注意力头剪枝 are reader queries whose page entry outscored all its sections before the fix."""
+    section folded (sitebuild/hooks/search_rank.js lists a page's sections before its own entry).
+    为什么RNN难以并行 and 注意力头剪枝 are reader queries whose page entry outscored all its
+    sections when Material listed the page first."""
     with opened(chromium_browser, site_url) as page:
         for query in ("为什么RNN难以并行", "注意力头剪枝", "FFN的作用"):
             type_search(page, query)
@@ -234,6 +235,34 @@ def test_search_shows_each_results_best_section(chromium_browser, site_url):
             assert any(r["shown"] + r["folded"] for r in results), (query, results)
             hidden = [r["page"] for r in results if r["folded"] and not r["shown"]]
             assert not hidden, f"{query}: every section folded under {hidden}"
+
+
+def _entry(location: str, title: str, words: str, boost: float | None = None) -> dict:
+    """An index entry as searchindex.py writes it (words separated as jieba leaves them)."""
+    entry = {"location": location, "title": title, "text": f"<p>{words}</p>", "tokens": [1, len(words.split()) / 8]}
+    return {**entry, "boost": boost} if boost is not None else entry
+
+
+def test_search_ranks_the_section_that_explains_first(chromium_browser, site_url):
+    """The shipped worker's ranking (sitebuild/hooks/search_rank.js), on a made-up index: a section
+    that holds both query words outranks a longer one that repeats one of them twelve times, and
+    the same section on a page that restates (boost 0.13, as a claim's) ranks below it; a result
+    lists its sections best first, then the page's own entry, even where the page's title names
+    the query (Material lists the page first and its sections after by score); results go by
+    their best entry."""
+    docs = [
+        _entry("long/", "长页", ""), _entry("long/#repeat", "重复", " ".join(["注意力"] * 12 + ["其他"] * 52)),
+        _entry("explain/", "掩码 注意力 讲解", ""), _entry("explain/#both", "乙", "掩码 注意力 挡住 未来 位置"),
+        _entry("claims/", "论断", ""), _entry("claims/#both", "丙", "掩码 注意力 挡住 未来 位置", boost=0.13),
+    ]
+    with opened(chromium_browser, site_url) as page:
+        results = search_with_worker(page, ["掩码注意力"], docs)["掩码注意力"]
+    order = [[item["location"] for item in group] for group in results]
+    score = {item["location"]: item["score"] for group in results for item in group}
+    assert order[0] == ["explain/#both", "explain/"], order
+    assert score["explain/#both"] > score["long/#repeat"] > 0 and score["explain/#both"] > score["claims/#both"] > 0, score
+    best = [max(item["score"] for item in group) for group in results]
+    assert best == sorted(best, reverse=True) and len(best) == 3, (order, best)
 
 
 # ---------------------------------------------------------------------------- first visit

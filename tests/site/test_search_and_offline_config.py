@@ -14,7 +14,8 @@ import pytest
 from sitebuild.config import load, nav_pages
 from mkdocs.exceptions import PluginError
 
-from sitebuild.hooks.searchindex import (LANDING_OVERVIEW, SECTION_BOOST, SPELLINGS, _page_key, clean_entry,
+from sitebuild.hooks.searchindex import (LANDING_OVERVIEW, RANKING, SECTION_BOOST, SPELLINGS, _page_key, _under,
+                                         clean_entry,
                                          fix_query_segmentation, glossary_homes, tex_to_text)
 from tests.support.search import load_queries, raw_markup
 from tests.support.sections import DOCS
@@ -69,8 +70,12 @@ def test_search_index_is_prose(built_site):
     provenance = re.compile("设备\u200b?：\u200b?(CPU|GPU) ")  # the index puts zero-width spaces between Han words
     assert not [d["location"] for d in docs if provenance.search(d["text"])], "a figure's provenance line is indexed"
     for page, boost in SECTION_BOOST.items():
-        sections = [d for d in docs if d["location"].startswith(page + "/") and "#" in d["location"]]
+        sections = [d for d in docs if "#" in d["location"] and _under(d["location"], [page])]
         assert sections and all(d.get("boost") == boost for d in sections), page
+    # every entry carries its title's and text's length for the ranking (search_rank.js)
+    assert all(len(d["tokens"]) == 2 and min(d["tokens"]) >= 0 for d in docs)
+    mean = [sum(d["tokens"][i] for d in docs) / len(docs) for i in (0, 1)]
+    assert mean == pytest.approx([1, 1], abs=0.01), mean
     titles = " ".join(d["title"] for d in docs if d["location"].startswith("chapters/"))
     for term, words in SPELLINGS.items():
         assert f" {' '.join(words)}" in titles, f"no chapter heading names {term!r}: update SPELLINGS"
@@ -113,8 +118,15 @@ def test_clean_entry():
     # a reference page's chapter pages rank below the chapter they are titled after; the index does not
     boosts = {loc: clean_entry({"location": loc, "title": "", "text": ""}).get("boost")
               for loc in ("verification/", "verification/ch05/", "interview.html", "interview/ch05.html")}
-    assert boosts == {"verification/": None, "verification/ch05/": 0.001, "interview.html": None,
-                      "interview/ch05.html": 0.001}
+    assert boosts == {"verification/": None, "verification/ch05/": 0.13, "interview.html": 0.5,
+                      "interview/ch05.html": 0.06}
+    # pages that restate a chapter rank below the page that explains it
+    boosts = {loc: clean_entry({"location": loc, "title": "", "text": ""}).get("boost")
+              for loc in ("chapters/05-x/derivation/#d", "chapters/05-x/code/#e", "chapters/05-x/interview/#q",
+                          "cheatsheet/#ch05", "#home", "chapters/05-x/code.html#e")}
+    assert boosts == {"chapters/05-x/derivation/#d": None, "chapters/05-x/code/#e": 0.8,
+                      "chapters/05-x/interview/#q": 0.5, "cheatsheet/#ch05": 0.7, "#home": 0.7,
+                      "chapters/05-x/code.html#e": 0.8}
     # a chapter's 导读 page is found by its title; its overview lists name every term of the chapter
     landing = {"location": "chapters/05-x/", "title": "第 05 章", "text": "<p>残差 层归一化</p>"}
     assert clean_entry(landing)["text"] == ""
@@ -240,8 +252,9 @@ def test_query_segmentation_tries_a_token_that_ends_the_query(built_site, tmp_pa
     assert re.search(r'=>" "\+\[\.\.\.\w+\(\w,this\.index\.invertedIndex\)\]\.join\("\* "\)\+" "', worker)
     # lunr's token-set node names are unambiguous: label, child id, comma
     assert re.search(r'TokenSet\.prototype\.toString=function\(\)\{.{0,200}?\.id\+","\}return', worker)
-    # a result's sections come before its page entry, so the best one is shown, not folded
-    assert re.search(r'items:\[\.\.\.\w\.values\(\)\]\.map\(g=>\[\.\.\.g\.filter\(x=>x\.location\.includes\("#"\)\)', worker)
+    # the results are ranked again in the worker, from each result's counts of the query's words
+    assert worker.startswith(RANKING.read_text(encoding="utf-8"))
+    assert re.search(r"terms:\w,counts:self\.__searchTermCounts\(\w,\w\.metadata\)\}", worker)
     # the hook fails loudly where Material's loop is not what it fixes
     workers = tmp_path / "assets/javascripts/workers"
     workers.mkdir(parents=True)

@@ -1,0 +1,80 @@
+// The order of search results, prepended to Material's search worker by searchindex.py.
+//
+// Material's worker scores an entry with lunr (no length normalisation, every repeat of a word
+// counts) and lists a page first when its title names the query. Here each entry is scored
+// again, BM25 over its title and text, before the results leave the worker:
+//   * a query word counts by its rarity (idf); a single character (表, 3, A) and a question word
+//     (为什么, 区别 …) count less, since they match nearly everywhere;
+//   * a title word counts TITLE times a text word, and a long entry's repeats count less (B);
+//   * an entry that holds only some of the query's words is scaled by the share it holds;
+//   * `boost`, written by searchindex.py, ranks pages that restate (claims, errata, the cheat
+//     sheet, question pages) below the chapter that explains.
+// A result group is a page with its sections; groups are ordered by their best entry, a group
+// lists its sections best first, then the page's own entry (Material shows the page, then the
+// sections that tie the group's first score, and folds the rest).
+// Measured: tools/history.md, 2026-12-04 (search ranking, eighth pass).
+(() => {
+  const TITLE = 10, B = 0.15, K1 = 3, COVERAGE = 0.5, SINGLE_CHARACTER = 0.5, QUESTION_WORD = 0.1;
+  const QUESTION_WORDS = new Set(["为什么", "什么", "的", "和", "区别", "作用", "是", "吗", "怎么", "如何", "有", "与"]);
+  let size = 1; // entries in the index, for idf
+
+  self.addEventListener("message", (event) => {
+    if (event.data && event.data.type === 0) size = event.data.data.docs.length;
+  });
+
+  // {query word: [times in the title, times in the text]} from lunr's match data, counting each
+  // index token that starts with the word (the worker searches a word as a prefix; a clause can
+  // keep the wildcard in its text: 「三种*」).
+  self.__searchTermCounts = (clauses, metadata) => {
+    const counts = {};
+    for (const clause of clauses) {
+      const term = clause.term.replace(/^\*+|\*+$/g, "");
+      if (!term || term in counts) continue;
+      const c = (counts[term] = [0, 0]);
+      for (const [token, fields] of Object.entries(metadata)) {
+        if (!token.startsWith(term)) continue;
+        if (fields.title) c[0] += fields.title.position.length;
+        if (fields.text) c[1] += fields.text.position.length;
+      }
+    }
+    return counts;
+  };
+
+  function rank(groups) {
+    const entries = groups.flat();
+    const weight = {};
+    for (const item of entries) for (const term of Object.keys(item.counts || {})) weight[term] = 0;
+    for (const term of Object.keys(weight)) {
+      const n = entries.filter((item) => item.counts && item.counts[term].some(Boolean)).length;
+      let w = Math.log(1 + (size - n + 0.5) / (n + 0.5));
+      if ([...term].length === 1) w *= SINGLE_CHARACTER;
+      if (QUESTION_WORDS.has(term)) w *= QUESTION_WORD;
+      weight[term] = w;
+    }
+    const total = Object.values(weight).reduce((a, b) => a + b, 0) || 1;
+    for (const item of entries) {
+      const [title, text] = item.tokens || [1, 1]; // token counts over the index's means
+      let score = 0, held = 0;
+      for (const [term, [inTitle, inText]] of Object.entries(item.counts || {})) {
+        if (!inTitle && !inText) continue;
+        const tf = (TITLE * inTitle) / (1 - B + B * title) + inText / (1 - B + B * text);
+        score += (weight[term] * tf * (K1 + 1)) / (tf + K1);
+        held += weight[term];
+      }
+      item.score = score * (held / total) ** COVERAGE * (item.boost ?? 1);
+      delete item.counts;
+    }
+    const isSection = (item) => item.location.includes("#");
+    return groups
+      .map((g) => [...g.filter(isSection).sort((a, b) => b.score - a.score), ...g.filter((x) => !isSection(x))])
+      .map((g) => ({ g, best: Math.max(...g.map((item) => item.score)) }))
+      .sort((a, b) => b.best - a.best)
+      .map(({ g }) => g);
+  }
+
+  const post = self.postMessage.bind(self);
+  self.postMessage = (message, ...rest) => {
+    if (message && message.type === 3 && message.data && message.data.items) message.data.items = rank(message.data.items);
+    return post(message, ...rest);
+  };
+})();
