@@ -453,6 +453,10 @@ def on_post_page(output, page, config, **kwargs):
 #    「字节对编码」 could only match 字节, 对 and 编, and a query's last word lost to its characters.
 # 2. search() puts the segmented run back in place, glued to the Latin letters or digits around it:
 #    「BPE算法」 and 「LayerNorm公式」 stayed one term that no index token starts with (no result).
+#    It also joins the tokens with "* " before the query transform adds a "*" to every word, so each
+#    token but the last kept a "*" in its word (「为什么*」), which no index token starts with: the
+#    result listed it under 「缺少」 (missing) though the entry holds it, highlighted. Now the tokens
+#    are apart and joined by spaces only.
 # 3. lunr's TokenSet names a node by its edges as label + child id with nothing between, so a digit
 #    label makes two different nodes look alike (labels 1, 2 to nodes 3, 4 and label 1 to node 324
 #    are both "1324"); the builder then merges them, a wildcard expands to a token the index lacks,
@@ -466,7 +470,7 @@ WORKER_FIXES = [
     (re.compile(r"for\(let (\w)=(\w)\+1;\1<(\w)\.length;\1\+\+\)\3\.slice\(\2,\1\)in "),
      lambda m: m.group(0).replace("<", "<=", 1)),
     (re.compile(r"(\w)=>\[\.\.\.(\w+)\(\1,this\.index\.invertedIndex\)\]\.join\(\"\* \"\)"),
-     lambda m: f'{m.group(1)}=>" "+[...{m.group(2)}({m.group(1)},this.index.invertedIndex)].join("* ")+" "'),
+     lambda m: f'{m.group(1)}=>" "+[...{m.group(2)}({m.group(1)},this.index.invertedIndex)].join(" ")+" "'),
     (re.compile(r"(TokenSet\.prototype\.toString=function\(\)\{.{0,200}?(\w)=\2\+(\w)\+(\w)\.id)(\}return \2\})"),
      lambda m: m.group(1) + '+","' + m.group(5)),
     (re.compile(r"let (\w)=\w+\(\w\)\.filter\(\w=>\w\.presence!==lunr\.Query\.presence\.PROHIBITED\)"
