@@ -23,8 +23,8 @@
   });
 
   // {query word: [times in the title, times in the text]} from lunr's match data, counting each
-  // index token that starts with the word (the worker searches a word as a prefix; a clause can
-  // keep the wildcard in its text: 「三种*」).
+  // index token that starts with the word (the worker searches a word as a prefix; a word's own
+  // "*" is not part of it).
   self.__searchTermCounts = (clauses, metadata) => {
     const counts = {};
     for (const clause of clauses) {

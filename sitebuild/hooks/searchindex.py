@@ -68,17 +68,17 @@ GLOSSARY_LINK = re.compile(r"\]\((chapters/[^)]+)\)")
 # factor the worker's ranking (search_rank.js) multiplies its score by (lunr reads it too, but its
 # score is replaced). A claim's or an erratum's title names its term while a chapter explains the
 # term in a section's text, and a notebook section's title names the term its chapter's section
-# explains; the cheat sheet, the glossary and the guide restate every chapter in brief, a
-# chapter's question page asks about what its other pages explain, and a chapter's code page runs
-# it. A page's own entry: a notebook's title ("亲手改参数，重跑关键实验") names no topic of its own,
-# and the reference pages' chapter pages (verification/ch01/, interview/ch01/, sitebuild/refpages.py)
-# are titled after the chapter they list. Keys are page paths as in docs/ without the extension,
-# ``*`` any part of a path ("notebooks" covers notebooks/*; "" is the home page); where two keys
-# name an entry's page, the later one holds (interview/ch01/ is under "interview/*"). Measured:
-# tools/history.md, 2026-12-04 (search ranking, eighth pass).
+# explains; the cheat sheet, the glossary and the guide restate every chapter in brief, a chapter's
+# question page asks about what its other pages explain, and a chapter's code page runs it; chapter
+# 01's 2026 overview sums up what chapters 07-13 explain. A page's own entry: a notebook's title
+# ("亲手改参数，重跑关键实验") names no topic of its own, and the reference pages' chapter pages
+# (verification/ch01/, interview/ch01/, sitebuild/refpages.py) are titled after the chapter they
+# list. Keys are page paths as in docs/ without the extension, ``*`` any part of a path ("notebooks"
+# covers notebooks/*; "" is the home page); where two keys name an entry's page, the later one holds
+# (interview/ch01/ is under "interview/*"). Measured: tools/history.md, 2026-12-04 (search ranking,
+# eighth pass).
 RESTATING = {"cheatsheet": 0.7, "glossary": 0.7, "guide": 0.7, "": 0.7, "chapters/*/view-2026": 0.7,
-             "chapters/*/interview": 0.5,
-             "chapters/*/code": 0.8}
+             "chapters/*/interview": 0.5, "chapters/*/code": 0.8}
 SECTION_BOOST = {**RESTATING, "verification": 0.13, "errata": 0.13, "notebooks": 0.13}
 PAGE_BOOST = {**RESTATING, "interview": 0.5, "notebooks": 0.4, "verification/*": 0.13, "interview/*": 0.06}
 # The question bank includes every chapter's questions.md, which the chapter includes too:
@@ -482,7 +482,8 @@ WORKER_FIXES = [
 RANKING = Path(__file__).with_name("search_rank.js")
 
 
-def fix_query_segmentation(site_dir: Path) -> None:
+def patch_worker(site_dir: Path) -> None:
+    """The served search worker with :data:`WORKER_FIXES` applied and :data:`RANKING` before it."""
     workers = sorted((site_dir / "assets" / "javascripts" / "workers").glob("search.*.min.js"))
     if len(workers) != 1:
         raise PluginError(f"searchindex: expected one search worker, found {workers}")
@@ -500,7 +501,7 @@ def on_post_build(config, **kwargs):
     path = Path(config.site_dir) / "search" / "search_index.json"
     if not path.is_file():
         return
-    fix_query_segmentation(Path(config.site_dir))
+    patch_worker(Path(config.site_dir))
     index = json.loads(path.read_text(encoding="utf-8"))
     glossary = Path(config.docs_dir) / "glossary.md"
     homes = glossary_homes(glossary.read_text(encoding="utf-8")) if glossary.is_file() else {}

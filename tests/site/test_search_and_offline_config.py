@@ -16,7 +16,7 @@ from mkdocs.exceptions import PluginError
 
 from sitebuild.hooks.searchindex import (LANDING_OVERVIEW, RANKING, SECTION_BOOST, SPELLINGS, _page_key, _under,
                                          clean_entry,
-                                         fix_query_segmentation, glossary_homes, tex_to_text)
+                                         patch_worker, glossary_homes, tex_to_text)
 from tests.support.search import load_queries, raw_markup
 from tests.support.sections import DOCS
 from tools.search_eval import QUERIES as SEARCH_EVAL
@@ -261,4 +261,4 @@ def test_query_segmentation_tries_a_token_that_ends_the_query(built_site, tmp_pa
     workers.mkdir(parents=True)
     (workers / "search.x.min.js").write_text("for(let o=s+1;o<=t.length;o++)t.slice(s,o)in e", encoding="utf-8")
     with pytest.raises(PluginError, match="found 0 times"):
-        fix_query_segmentation(tmp_path)
+        patch_worker(tmp_path)
