@@ -8,8 +8,8 @@ The queries and the sections that answer them are tests/support/search_eval.json
 half is fixed by its text (:func:`split_of`), so it cannot be picked after seeing results; the
 held-out half is for reporting only: never tune the dictionary, the index or the ranking on it.
 
-``lunr``: Material's search as shipped (its worker, the index the build wrote), typed in the box
-as an input method commits a word. ``pagefind``: the same built pages indexed by Pagefind
+``lunr``: Material's search as the site ships it (its worker with the site's fixes and ranking,
+the index the build wrote), typed in the box as an input method commits a word. ``pagefind``: the same built pages indexed by Pagefind
 (``npx pagefind --site``, into a copy of the site) and queried through its JS API on the same
 origin. A result list is the links a reader is shown, in order (page, then its sections; not
 the sections Material folds under 「还有 N 个结果」 until the reader opens them); a hit at rank r
