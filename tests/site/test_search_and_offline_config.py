@@ -14,9 +14,8 @@ import pytest
 from sitebuild.config import load, nav_pages
 from mkdocs.exceptions import PluginError
 
-from sitebuild.hooks.searchindex import (LANDING_OVERVIEW, RANKING, SECTION_BOOST, SPELLINGS, _page_key, _under,
-                                         clean_entry,
-                                         patch_worker, glossary_homes, tex_to_text)
+from sitebuild.hooks.searchindex import (LANDING_OVERVIEW, PAGE_BOOST, RANKING, RESTATING, SECTION_BOOST, SPELLINGS,
+                                         _page_key, _under, clean_entry, glossary_homes, patch_worker, tex_to_text)
 from tests.support.search import load_queries, raw_markup
 from tests.support.sections import DOCS
 from tools.search_eval import QUERIES as SEARCH_EVAL
@@ -118,15 +117,18 @@ def test_clean_entry():
     # a reference page's chapter pages rank below the chapter they are titled after; the index does not
     boosts = {loc: clean_entry({"location": loc, "title": "", "text": ""}).get("boost")
               for loc in ("verification/", "verification/ch05/", "interview.html", "interview/ch05.html")}
-    assert boosts == {"verification/": None, "verification/ch05/": 0.13, "interview.html": 0.5,
-                      "interview/ch05.html": 0.06}
+    assert boosts == {"verification/": None, "verification/ch05/": PAGE_BOOST["verification/*"],
+                      "interview.html": PAGE_BOOST["interview"], "interview/ch05.html": PAGE_BOOST["interview/*"]}
+    assert PAGE_BOOST["interview/*"] < PAGE_BOOST["interview"]  # the later, narrower key holds
     # pages that restate a chapter rank below the page that explains it
     boosts = {loc: clean_entry({"location": loc, "title": "", "text": ""}).get("boost")
               for loc in ("chapters/05-x/derivation/#d", "chapters/05-x/code/#e", "chapters/05-x/interview/#q",
                           "cheatsheet/#ch05", "#home", "chapters/05-x/code.html#e")}
-    assert boosts == {"chapters/05-x/derivation/#d": None, "chapters/05-x/code/#e": 0.8,
-                      "chapters/05-x/interview/#q": 0.5, "cheatsheet/#ch05": 0.7, "#home": 0.7,
-                      "chapters/05-x/code.html#e": 0.8}
+    code, questions = RESTATING["chapters/*/code"], RESTATING["chapters/*/interview"]
+    assert boosts == {"chapters/05-x/derivation/#d": None, "chapters/05-x/code/#e": code,
+                      "chapters/05-x/interview/#q": questions, "cheatsheet/#ch05": RESTATING["cheatsheet"],
+                      "#home": RESTATING[""], "chapters/05-x/code.html#e": code}
+    assert all(0 < b < 1 for b in {**SECTION_BOOST, **PAGE_BOOST}.values())
     # a chapter's 导读 page is found by its title; its overview lists name every term of the chapter
     landing = {"location": "chapters/05-x/", "title": "第 05 章", "text": "<p>残差 层归一化</p>"}
     assert clean_entry(landing)["text"] == ""
