@@ -27,19 +27,18 @@ function markScrollable(elements) {
 }
 
 let observer = null;
+const near = new Set();  // the blocks near the viewport, as the observer last reported them
+let checkedAll = false;  // since the last width change, which checks every block
 document$.subscribe(() => {
   document.querySelector(".md-search[role=dialog]")?.setAttribute("aria-label", "搜索");
   observer?.disconnect();
+  near.clear();
+  checkedAll = false;
   observer = new IntersectionObserver(entries => {
+    entries.forEach(e => e.isIntersecting ? near.add(e.target) : near.delete(e.target));
     markScrollable(entries.filter(e => e.isIntersecting).map(e => e.target));
   }, { rootMargin: "100% 0px" });
   document.querySelectorAll(SCROLLERS).forEach(el => observer.observe(el));
-  // KaTeX's fonts widen formulas when they arrive
-  document.fonts.ready.then(() => {
-    const near = [...document.querySelectorAll(SCROLLERS)].filter(el => el.getAttribute("role") !== "group");
-    observer.takeRecords();
-    near.forEach(el => { observer.unobserve(el); observer.observe(el); });
-  });
   startWidgets();
   // Tests (and anyone curious) wait for this: Material has set up the page at this URL.
   document.body.dataset.pageReady = location.href;
@@ -98,6 +97,12 @@ for (const type of ["input", "compositionend"]) {
   });
 }
 
+// A KaTeX font arrives when a block that uses it is first rendered, often after the block was
+// checked, and widens its formulas (chapter 08's \mathcal L by 2 px at 390 px): check again.
+document.fonts.addEventListener("loadingdone", () => {
+  markScrollable(checkedAll ? document.querySelectorAll(SCROLLERS) : near);
+});
+
 // A new width (a phone turned sideways) changes which blocks overflow: check them all, once.
 // The width is first read in an animation frame: reading it while the page loads would force
 // a style and layout pass of the whole page inside this script.
@@ -106,5 +111,6 @@ requestAnimationFrame(() => { lastWidth ??= window.innerWidth; });
 window.addEventListener("resize", () => {
   if (window.innerWidth === lastWidth) return;  // a phone's toolbar showing or hiding
   lastWidth = window.innerWidth;
+  checkedAll = true;
   markScrollable(document.querySelectorAll(SCROLLERS));
 }, { passive: true });

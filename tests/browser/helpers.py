@@ -203,11 +203,15 @@ SHOW_EVERYTHING_CSS = ".md-content__inner > * { content-visibility: visible !imp
 def show_everything(page, width: dict) -> None:
     """Render every block of the page, then lay it out at ``width`` (another width than the
     current one): the width change makes page-init.js check which formulas and tables scroll
-    sideways, which it otherwise checks only near the viewport."""
+    sideways, which it otherwise checks only near the viewport. Blocks rendered for the first
+    time load the KaTeX fonts they use, which widen their formulas after that check: page-init.js
+    checks again when the fonts are in, and so this waits for them."""
     assert width["width"] != page.viewport_size["width"], "a width change is what page-init.js reacts to"
     page.evaluate("""css => { const s = document.createElement('style'); s.id = 'show-everything';
                       s.textContent = css; document.head.append(s); }""", SHOW_EVERYTHING_CSS)
     set_width(page, width)
+    evaluate_within(page, "() => document.fonts.ready.then(() => true)")
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
 
 
 # Text nodes under these are not prose: code, rendered math, scripts, the search UI.
