@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Every GPU probe in one run, on a machine that has torch with CUDA but no package registry and
+# no `make setup` (a lent GPU machine): the CUDA-only tests, then chapter 01's complexity probes,
+# chapter 12's inference probes and chapter 13's long-context probes, each into
+# results/<name>-cuda-<gpu>.json (what `make probes DEVICE=cuda` writes on a machine with the venv).
+# Each step has its own time limit, so that one slow step still leaves the others' files.
+#
+#   PY=python3 PRESET=full bash tools/device_probes.sh      # files also copied to $OUT if it is set
+#
+# The results' provenance names the git commit: the checkout's .git must be there, and clean.
+set -u
+PY=${PY:-python3}
+PRESET=${PRESET:-full}
+DEVICE=${DEVICE:-cuda}
+export PYTHONUNBUFFERED=1
+
+"$PY" -c 'import torch, sys; print("torch", torch.__version__, "cuda", torch.version.cuda,
+      torch.cuda.get_device_name() if torch.cuda.is_available() else "no GPU"); import jsonschema, tqdm' || exit 1
+git config core.fileMode false  # a copied checkout can lose the executable bits
+git rev-parse --short HEAD || exit 1
+git status --porcelain --untracked-files=no | grep . && echo "tracked files differ from HEAD" && exit 1
+
+status=0
+step() {  # seconds, then the command
+  local limit=$1; shift
+  echo "== $* (at most ${limit} s)"
+  local start=$SECONDS
+  timeout "$limit" "$@" || { echo "!! exit $? after $((SECONDS - start)) s: $*"; status=1; }
+  echo "== $((SECONDS - start)) s"
+}
+
+if [ "$DEVICE" = cuda ]; then
+  step 120 "$PY" -m pytest -q --noconftest -p no:cacheprovider -rs \
+    tests/probes/test_probes_cli.py::test_cuda_walltime_tiny tests/probes/test_probes_memory.py
+fi
+step 150 "$PY" -m snippets.probes --device "$DEVICE" --preset "$PRESET" --no-progress
+step 150 "$PY" -m snippets.probes.inference --device "$DEVICE" --preset "$PRESET" --no-progress
+step 60 "$PY" -m snippets.probes.long_context --device "$DEVICE" --preset "$PRESET" --no-progress
+
+if [ -n "${OUT:-}" ]; then
+  cp results/*"$DEVICE"-*.json "$OUT"/ 2>/dev/null || { echo "!! no results file for $DEVICE"; status=1; }
+fi
+exit $status
