@@ -2,10 +2,11 @@
 # Every GPU probe in one run, on a machine that has torch with CUDA but no package registry and
 # no `make setup` (a lent GPU machine): the CUDA-only tests, then chapter 01's complexity probes,
 # chapter 12's inference probes and chapter 13's long-context probes, each into
-# results/<name>-cuda-<gpu>.json (what `make probes DEVICE=cuda` writes on a machine with the venv).
+# results/<name>-cuda-<gpu>.json (what `make probes DEVICE=cuda` writes on a machine with the venv),
+# each copied to $OUT (if set) as soon as it is written.
 # Each step has its own time limit, so that one slow step still leaves the others' files.
 #
-#   PY=python3 PRESET=full bash tools/device_probes.sh      # files also copied to $OUT if it is set
+#   PY=python3 PRESET=full bash tools/device_probes.sh
 #
 # The results' provenance names the git commit: the checkout's .git must be there, and clean.
 set -u
@@ -27,17 +28,14 @@ step() {  # seconds, then the command
   local start=$SECONDS
   timeout "$limit" "$@" || { echo "!! exit $? after $((SECONDS - start)) s: $*"; status=1; }
   echo "== $((SECONDS - start)) s"
+  if [ -n "${OUT:-}" ]; then cp results/*"$DEVICE"-*.json "$OUT"/ 2>/dev/null; fi
 }
 
 if [ "$DEVICE" = cuda ]; then
-  step 120 "$PY" -m pytest -q --noconftest -p no:cacheprovider -rs \
+  step 90 "$PY" -m pytest -q --noconftest -p no:cacheprovider -rs \
     tests/probes/test_probes_cli.py::test_cuda_walltime_tiny tests/probes/test_probes_memory.py
 fi
 step 150 "$PY" -m snippets.probes --device "$DEVICE" --preset "$PRESET" --no-progress
-step 150 "$PY" -m snippets.probes.inference --device "$DEVICE" --preset "$PRESET" --no-progress
-step 60 "$PY" -m snippets.probes.long_context --device "$DEVICE" --preset "$PRESET" --no-progress
-
-if [ -n "${OUT:-}" ]; then
-  cp results/*"$DEVICE"-*.json "$OUT"/ 2>/dev/null || { echo "!! no results file for $DEVICE"; status=1; }
-fi
+step 120 "$PY" -m snippets.probes.inference --device "$DEVICE" --preset "$PRESET" --no-progress
+step 45 "$PY" -m snippets.probes.long_context --device "$DEVICE" --preset "$PRESET" --no-progress
 exit $status
