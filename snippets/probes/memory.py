@@ -21,10 +21,13 @@
     peak = (2n² + nd)·b    （fp32：8n² + 4nd 字节；n = 8192、d = 64 时 539 MB）
 
 SDPA（CPU flash 内核）和在线 softmax（分块，FlashAttention 式）都不会写出 n×n 矩阵，
-峰值随 n 线性增长。
+峰值随 n 线性增长。CPU 的 SDPA 内核另给每个线程一块与 n 无关的工作区（torch 2.11 与 2.13 上约 0.6 MB），
+16 个线程时 n = 1024 的峰值就超过一个 n×n 矩阵：所以 CPU 上一律用单线程测，结果与机器的核数无关。
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import torch
 
@@ -79,10 +82,22 @@ def peak_allocated_bytes_cuda(fn, device="cuda") -> dict:
             "events": None}
 
 
+@contextlib.contextmanager
+def one_thread():
+    """单线程运行（CPU SDPA 的工作区按线程数分配），之后恢复原来的线程数。"""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def peak_allocated_bytes(fn, device: str = "cpu") -> dict:
     if str(device).startswith("cuda"):
         return peak_allocated_bytes_cuda(fn, device)
-    return peak_allocated_bytes_cpu(fn)
+    with one_thread():
+        return peak_allocated_bytes_cpu(fn)
 
 
 def measure(n: int, d: int = 64, *, dtype=torch.float32, device: str = "cpu", block: int = 128,

@@ -27,6 +27,20 @@ def test_sdpa_and_online_softmax_stay_below_one_nxn_matrix(n):
     assert rows["naive"]["peak_bytes"] > 2 * one
 
 
+def test_cpu_peak_does_not_depend_on_the_callers_thread_count():
+    # CPU SDPA 给每个线程一块工作区：不固定单线程，16 线程时 n = 1024 的峰值约是单线程的 11 倍，
+    # 上面的测试在 16 核的机器上失败（2026-12-04 在 H200 机器的 CPU 上见过）
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(16)
+        many = {r["method"]: r["peak_bytes"] for r in measure(1024, 64, block=256)}
+    finally:
+        torch.set_num_threads(before)
+    assert torch.get_num_threads() == before
+    one = {r["method"]: r["peak_bytes"] for r in measure(1024, 64, block=256)}
+    assert many == one
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_peak_is_at_least_the_closed_form():
     n, d = 2048, 64
