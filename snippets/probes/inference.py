@@ -20,7 +20,6 @@ GPU：没有 GPU 时 ``--device cuda`` 直接报错退出，不写任何文件�
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 
@@ -33,6 +32,7 @@ from snippets.decoding import greedy_decode
 from snippets.flash import flash_attention
 from snippets.probes._cli import probe_main, start
 from snippets.probes.memory import peak_allocated_bytes
+from snippets.probes.timer import Timer, median_time
 from snippets.serving import dequantize_int8, kv_waste, make_trace, quantize_int8, simulate_batching
 from snippets.transformer import Transformer
 
@@ -62,30 +62,6 @@ PRESETS = {
 }
 
 
-class _Timer:
-    def __init__(self, device):
-        self.cuda = str(device).startswith("cuda")
-        self.name = "torch.cuda.Event(enable_timing=True)" if self.cuda else "time.perf_counter (CPU, 1 thread)"
-
-    def __call__(self, fn) -> float:
-        if self.cuda:
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            torch.cuda.synchronize()
-            return start.elapsed_time(end) / 1000.0
-        t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
-
-
-def _median_time(timer, fn, repeats) -> tuple[float, list[float]]:
-    fn()  # 预热
-    samples = [timer(fn) for _ in range(repeats)]
-    return statistics.median(samples), samples
-
-
 def attention_rows(ns, d, block, repeats, device, timer, progress=None) -> list[dict]:
     rows = []
     g = torch.Generator().manual_seed(0)
@@ -100,7 +76,7 @@ def attention_rows(ns, d, block, repeats, device, timer, progress=None) -> list[
             for method in METHODS:
                 err = (fns[method]() - ref).abs().max().item()
                 peak = peak_allocated_bytes(fns[method], device)["peak_bytes"]
-                median, samples = _median_time(timer, fns[method], repeats)
+                median, samples = median_time(timer, fns[method], repeats)
                 rows.append({"method": method, "n": n, "d": d, "peak_bytes": int(peak), "time_s": median,
                              "samples_s": samples, "max_abs_diff_vs_naive": err,
                              "one_nxn_bytes": n * n * q.element_size()})
@@ -142,8 +118,8 @@ def decode_rows(cfg, device, timer) -> list[dict]:
     rows = []
     for m in cfg["ms"]:
         same = torch.equal(recompute(m), greedy_decode(model, src, m, bos_id=1))
-        t_cache, _ = _median_time(timer, lambda: greedy_decode(model, src, m, bos_id=1), cfg["repeats"])
-        t_full, _ = _median_time(timer, lambda: recompute(m), cfg["repeats"])
+        t_cache, _ = median_time(timer, lambda: greedy_decode(model, src, m, bos_id=1), cfg["repeats"])
+        t_full, _ = median_time(timer, lambda: recompute(m), cfg["repeats"])
         rows.append({"m": m, "time_cache_s": t_cache, "time_recompute_s": t_full, "speedup": t_full / t_cache,
                      "same_tokens": same})
     return rows
@@ -200,7 +176,7 @@ def run(preset: str, device: str, command: str, *, progress_bar: bool = True) ->
 
     prov = start(device, command)
     plan = PRESETS[preset]
-    timer = _Timer(device)
+    timer = Timer(device)
     t0 = time.perf_counter()
     bar = tqdm(total=len(plan["ns"]) + 4, desc="inference probes", file=sys.stderr, disable=not progress_bar)
     out = {"attention": {"block": plan["block"], "d": plan["d"], "repeats": plan["repeats"], "timer": timer.name,

@@ -23,7 +23,6 @@
 
 from __future__ import annotations
 
-import statistics
 import sys
 import time
 
@@ -35,6 +34,7 @@ from snippets.linear_attention import (delta_rule_chunked, delta_rule_step, line
                                        linear_attention_recurrent)
 from snippets.probes._cli import probe_main, start
 from snippets.probes.memory import peak_allocated_bytes
+from snippets.probes.timer import Timer, median_time
 from snippets.sparse_attention import sliding_window_attention
 
 KIND = "long-context-probes"
@@ -78,17 +78,7 @@ def decode_state_elems(n: int, d: int, method: str, window: int | None = None) -
 
 
 # ----------------------------------------------------------------------------- 测量
-def _median_time(fn, repeats) -> float:
-    fn()  # 预热
-    samples = []
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples)
-
-
-def scaling_rows(ns, d, window, chunk, repeats, device, progress=None) -> list[dict]:
+def scaling_rows(ns, d, window, chunk, repeats, device, timer, progress=None) -> list[dict]:
     rows = []
     g = torch.Generator().manual_seed(0)
     for n in ns:
@@ -103,8 +93,9 @@ def scaling_rows(ns, d, window, chunk, repeats, device, progress=None) -> list[d
                "delta_chunked": lambda: delta_rule_chunked(q, kn, v, beta, chunk)}
         with torch.no_grad():
             for method in METHODS:
+                fns[method]()  # 预热：GPU 上第一次矩阵乘会分配 cuBLAS 的工作区，不算进峰值
                 peak = peak_allocated_bytes(fns[method], device)["peak_bytes"]
-                rows.append({"method": method, "n": n, "d": d, "time_s": _median_time(fns[method], repeats),
+                rows.append({"method": method, "n": n, "d": d, "time_s": median_time(timer, fns[method], repeats)[0],
                              "peak_bytes": int(peak)})
         if progress:
             progress(1)
@@ -161,12 +152,13 @@ def run(preset: str, device: str, command: str, *, progress_bar: bool = True) ->
 
     prov = start(device, command)
     plan = PRESETS[preset]
+    timer = Timer(device)
     t0 = time.perf_counter()
     bar = tqdm(total=len(plan["ns"]) + 2, desc="long-context probes", file=sys.stderr, disable=not progress_bar)
     out = {"scaling": {"window": plan["window"], "chunk": plan["chunk"], "d": plan["d"], "repeats": plan["repeats"],
-                       "timer": "time.perf_counter (CPU, 1 thread)",
+                       "timer": timer.name,
                        "rows": scaling_rows(plan["ns"], plan["d"], plan["window"], plan["chunk"], plan["repeats"],
-                                            device, bar.update)}}
+                                            device, timer, bar.update)}}
     out["decode_step"] = decode_step_rows(plan["decode_ns"], plan["d"], device)
     bar.update(1)
     out["recall"] = {"config": plan["recall"], "rows": recall_rows(plan["recall"], device)}

@@ -27,6 +27,11 @@ RECALL = {"softmax": "softmax 注意力", "linear": "线性状态 Σvkᵀ", "del
           "best_linear": "最好的线性状态"}
 
 
+def _cpu(results: list[dict]) -> dict | None:
+    """The CPU file: the tables' captions describe a single-threaded CPU run (a GPU file needs its own section)."""
+    return pick([r for r in results if r["provenance"]["device"]["type"] == "cpu"], KIND)
+
+
 def _size(nbytes: float) -> str:
     for unit, scale in (("GiB", 2 ** 30), ("MiB", 2 ** 20), ("KiB", 2 ** 10)):
         if nbytes >= scale:
@@ -48,7 +53,7 @@ def render_costs(results: list[dict], out_dir: Path) -> None:
 
 
 def render_scaling(results: list[dict], out_dir: Path) -> None:
-    r = pick(results, KIND)
+    r = _cpu(results)
     if r is None:
         write_text(out_dir, "ch13-scaling.md", NO_RESULTS)
         return
@@ -66,7 +71,7 @@ def render_scaling(results: list[dict], out_dir: Path) -> None:
 
 
 def render_scaling_figure(results: list[dict], out_dir: Path) -> None:
-    r = pick(results, KIND)
+    r = _cpu(results)
     if r is None:
         placeholder_svg(out_dir, "ch13-scaling.svg", "五种注意力的峰值额外内存")
         return
@@ -85,7 +90,7 @@ def render_scaling_figure(results: list[dict], out_dir: Path) -> None:
 
 
 def render_decode_step(results: list[dict], out_dir: Path) -> None:
-    r = pick(results, KIND)
+    r = _cpu(results)
     if r is None:
         write_text(out_dir, "ch13-decode-step.md", NO_RESULTS)
         return
@@ -107,7 +112,7 @@ def recall_means(r: dict) -> dict:
 
 
 def render_recall(results: list[dict], out_dir: Path) -> None:
-    r = pick(results, KIND)
+    r = _cpu(results)
     if r is None:
         write_text(out_dir, "ch13-recall.md", NO_RESULTS)
         return
