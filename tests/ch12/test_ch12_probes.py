@@ -1,4 +1,4 @@
-"""Chapter 12's probes: the committed CPU results file against the thresholds stated on the page, a tiny smoke
+"""Chapter 12's probes: the committed CPU and GPU results files against what the page states, a tiny smoke
 run into tmp_path (slow), and the renderer."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ CODE = CH12 + "code.md"
 CACHE = CH12 + "derivation-cache.md"
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted((ROOT / "results").glob("inference-cpu-*.json"))
+GPU_FILES = sorted((ROOT / "results").glob("inference-cuda-*.json"))
 
 
 @pytest.fixture(scope="module")
@@ -30,11 +31,25 @@ def cpu() -> dict:
     return data
 
 
-def test_no_gpu_numbers_are_committed():
-    """GPU files come only from a CUDA runner: none is committed from this machine, and none is invented."""
+@pytest.fixture(scope="module")
+def gpu() -> dict:
+    assert len(GPU_FILES) == 1, GPU_FILES
+    data = load_results(GPU_FILES[0])
+    assert data["kind"] == inference.KIND and data["preset"] == "full"
+    assert data["provenance"]["git"]["dirty"] is False
+    return data
+
+
+def test_gpu_numbers_come_from_a_gpu():
+    """A results file is named after the device that wrote it; a CUDA file names its GPU, driver and CUDA
+    version and was timed with CUDA events: a GPU number exists only if a GPU produced it."""
     for f in (ROOT / "results").glob("inference-*.json"):
-        assert load_results(f)["provenance"]["device"]["type"] in ("cpu", "cuda")
-        assert f.name.startswith(f"inference-{load_results(f)['provenance']['device']['type']}-")
+        data = load_results(f)
+        dev = data["provenance"]["device"]
+        assert f.name == f"inference-{data['provenance']['tag']}.json" and dev["type"] in ("cpu", "cuda")
+        if dev["type"] == "cuda":
+            assert dev["name"] and dev["driver"] and dev["cuda_version"] and dev["capability"]
+            assert data["probes"]["attention"]["timer"].startswith("torch.cuda.Event")
 
 
 @pytest.mark.claim("ch12-flash-memory", paper="Dao et al. 2022 §3", results="results/inference-cpu-amd-epyc.json",
@@ -58,6 +73,25 @@ def test_flash_memory(cpu):
     assert extra[1024] == extra[2048]
     assert all(a < b for a, b in zip(extra[1024], extra[1024][1:]))
     assert_states(CODE, "129MiB", "2%")
+
+
+@pytest.mark.claim("ch12-gpu-memory", paper="Dao et al. 2022 §3", results="results/inference-cuda-nvidia-h200.json",
+                   title="实测：GPU 上四种注意力的额外内存",
+                   text="NVIDIA H200、float32、d = 64、n = 256–4096：朴素实现的峰值等于闭式 (2n² + nd)·4 字节；PyTorch 的 SDPA "
+                        "在每个 n 上只分配它的输出，恰好 n·d·4 字节；flash_attention 在最长的 n 上不到一个 n×n 矩阵的 2%；"
+                        "四种实现的输出与朴素实现相差不到 1e-5")
+def test_gpu_memory(gpu):
+    rows = gpu["probes"]["attention"]["rows"]
+    assert sorted({r["n"] for r in rows}) == [256, 512, 1024, 2048, 4096]
+    for r in rows:
+        assert r["max_abs_diff_vs_naive"] < 1e-5
+        if r["method"] == "naive":
+            assert r["peak_bytes"] == naive_peak_closed_form(r["n"], r["d"])
+        if r["method"] == "sdpa":
+            assert r["peak_bytes"] == r["n"] * r["d"] * 4
+    (flash,) = [r for r in rows if r["method"] == "flash" and r["n"] == 4096]
+    assert flash["peak_bytes"] < 0.02 * flash["one_nxn_bytes"]
+    assert_states(CODE, "H200", "只分配自己的输出", "2%")
 
 
 @pytest.mark.claim("ch12-kv-decode-speedup", paper="§3", results="results/inference-cpu-amd-epyc.json",
@@ -127,7 +161,11 @@ def test_renderer_writes_every_output(tmp_path):
             "ch12-kv-configs.md", "ch12-flash-blocks.md", "ch12-decode.md", "ch12-kv-quant.md",
             "ch12-serving.md"} <= names
     text = (tmp_path / "ch12-attention.md").read_text(encoding="utf-8")
-    assert "GPU 的结果文件还没有" in text  # no CUDA file committed: the page says so, and shows no GPU numbers
+    assert "**GPU。**" in text and GPU_FILES[0].name in text  # the committed GPU file, with its provenance
+    cpu_only = [r for r in results if r["provenance"]["device"]["type"] == "cpu"]
+    ch12_inference.render_attention(cpu_only, tmp_path)
+    text = (tmp_path / "ch12-attention.md").read_text(encoding="utf-8")
+    assert "GPU 的结果文件还没有" in text and "**GPU。**" not in text  # no GPU file: no GPU number, and the page says so
     configs = (tmp_path / "ch12-kv-configs.md").read_text(encoding="utf-8")
     assert "| Llama-3.1-8B | 128 KiB | 512 MiB | 16 GiB | 128 GiB |" in configs
 
