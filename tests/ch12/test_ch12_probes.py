@@ -81,8 +81,9 @@ def test_flash_memory(cpu):
                         "在每个 n 上只分配它的输出，恰好 n·d·4 字节；flash_attention 在最长的 n 上不到一个 n×n 矩阵的 2%；"
                         "四种实现的输出与朴素实现相差不到 1e-5")
 def test_gpu_memory(gpu):
+    assert "H200" in gpu["provenance"]["device"]["name"]
     rows = gpu["probes"]["attention"]["rows"]
-    assert sorted({r["n"] for r in rows}) == [256, 512, 1024, 2048, 4096]
+    assert sorted({r["n"] for r in rows}) == [256, 512, 1024, 2048, 4096] and {r["d"] for r in rows} == {64}
     for r in rows:
         assert r["max_abs_diff_vs_naive"] < 1e-5
         if r["method"] == "naive":
@@ -92,6 +93,12 @@ def test_gpu_memory(gpu):
     (flash,) = [r for r in rows if r["method"] == "flash" and r["n"] == 4096]
     assert flash["peak_bytes"] < 0.02 * flash["one_nxn_bytes"]
     assert_states(CODE, "H200", "只分配自己的输出", "2%")
+
+
+def test_time_reading_names_the_runs_budget(cpu, gpu):
+    """The page's reading of the times names how many calls each median is: both files' count."""
+    assert cpu["probes"]["attention"]["repeats"] == gpu["probes"]["attention"]["repeats"] == 5
+    assert_states(CODE, "一次运行里5次调用的中位数")
 
 
 @pytest.mark.claim("ch12-kv-decode-speedup", paper="§3", results="results/inference-cpu-amd-epyc.json",
