@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Every GPU probe in one run, on a machine that has torch with CUDA but no package registry and
-# no `make setup` (a lent GPU machine): the CUDA-only tests, then chapter 01's complexity probes,
-# chapter 12's inference probes and chapter 13's long-context probes, each into
+# no `make setup` (a lent GPU machine): chapter 13's long-context probes, chapter 12's inference
+# probes, chapter 01's complexity probes, then the CUDA-only tests; each probe writes
 # results/<name>-cuda-<gpu>.json (what `make probes DEVICE=cuda` writes on a machine with the venv),
 # each copied to $OUT (if set) as soon as it is written.
 # Each step has its own time limit, so that one slow step still leaves the others' files. On an H200
 # (2026-12-04) the tests took 47 s, inference 50 s and long context 12 s; chapter 01's probes did not
 # finish in 270 s (its CUDA wall-time sweep, about 28 s a step): give that step a lease of its own.
 #
-#   PY=python3 PRESET=full [CH01_LIMIT=seconds] bash tools/device_probes.sh
+#   PY=python3 PRESET=full [CH01_LIMIT=seconds] [STEPS="tests ch01 ch12 ch13"] bash tools/device_probes.sh
+#
+# STEPS picks the steps (all four by default), so that a short lease can skip a chapter whose GPU
+# file is already committed.
 #
 # The results' provenance names the git commit: the checkout's .git must be there, and clean.
 set -u
@@ -33,11 +36,13 @@ step() {  # seconds, then the command
   if [ -n "${OUT:-}" ]; then cp results/*"$DEVICE"-*.json "$OUT"/ 2>/dev/null; fi
 }
 
-if [ "$DEVICE" = cuda ]; then
+wants() { case " ${STEPS:-tests ch01 ch12 ch13} " in *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+wants ch13 && step 45 "$PY" -m snippets.probes.long_context --device "$DEVICE" --preset "$PRESET" --no-progress
+wants ch12 && step 120 "$PY" -m snippets.probes.inference --device "$DEVICE" --preset "$PRESET" --no-progress
+wants ch01 && step "${CH01_LIMIT:-150}" "$PY" -m snippets.probes --device "$DEVICE" --preset "$PRESET" --no-progress
+if [ "$DEVICE" = cuda ] && wants tests; then
   step 90 "$PY" -m pytest -q --noconftest -p no:cacheprovider -rs \
     tests/probes/test_probes_cli.py::test_cuda_walltime_tiny tests/probes/test_probes_memory.py
 fi
-step "${CH01_LIMIT:-150}" "$PY" -m snippets.probes --device "$DEVICE" --preset "$PRESET" --no-progress
-step 120 "$PY" -m snippets.probes.inference --device "$DEVICE" --preset "$PRESET" --no-progress
-step 45 "$PY" -m snippets.probes.long_context --device "$DEVICE" --preset "$PRESET" --no-progress
 exit $status
