@@ -12,10 +12,11 @@ held-out half is for reporting only: never tune the dictionary, the index or the
 the index the build wrote), typed in the box as an input method commits a word. ``pagefind``: the
 same built pages indexed by Pagefind (``npx pagefind --site``, into a copy of the site) and
 queried through its JS API on the same origin. A result list is the links a reader is shown, in
-order (page, then its sections; not the sections Material folds under 「还有 N 个结果」 until the reader
-opens them); a hit at rank r is the first link that is one of the query's sections (or any link to
-a page named whole). ``recall@3 (folded too)`` also counts the folded links, as the evaluation did
-before 2026-12-04. Writes test-output/search-eval-ENGINE.json. A benchmark for the closing notes,
+order: each result's link (its best section since 2026-12-04, the page before), then the entries
+that tie its score; not the ones Material folds under 「还有 N 个结果」 until the reader opens them. A
+hit at rank r is the first link that is one of the query's sections (or any link to a page named
+whole). ``recall@3 (folded too)`` also counts the folded links, as the evaluation did before
+2026-12-04. Writes test-output/search-eval-ENGINE.json. A benchmark for the closing notes,
 not a test.
 """
 

@@ -10,8 +10,9 @@
 //   * `boost`, written by searchindex.py, ranks pages that restate (claims, errata, the cheat
 //     sheet, question pages) below the chapter that explains.
 // A result group is a page with its sections; groups are ordered by their best entry, a group
-// lists its sections best first, then the page's own entry (Material shows the page, then the
-// sections that tie the group's first score, and folds the rest).
+// lists its sections best first, then the page's own entry. Material shows a group's first entry
+// as its link (with the bundle fix in searchindex.py), the entries that tie its score, and folds
+// the rest: so each result links to the section that explains, named with its page.
 // Measured: tools/history.md, 2026-12-04 (search ranking, eighth pass).
 (() => {
   const TITLE = 10, B = 0.15, K1 = 3, COVERAGE = 0.5, SINGLE_CHARACTER = 0.5, QUESTION_WORD = 0.1;
@@ -67,9 +68,22 @@
     const isSection = (item) => item.location.includes("#");
     return groups
       .map((g) => [...g.filter(isSection).sort((a, b) => b.score - a.score), ...g.filter((x) => !isSection(x))])
+      .map(labelled)
       .map((g) => ({ g, best: Math.max(...g.map((item) => item.score)) }))
       .sort((a, b) => b.best - a.best)
       .map(({ g }) => g);
+  }
+
+  // The group's first entry is its link (searchindex.py: BUNDLE_FIXES); a section there carries
+  // its page's name, with the chapter's number, above its own title.
+  function labelled(group) {
+    const [first] = group;
+    const page = group.find((item) => !item.location.includes("#"));
+    if (!first.location.includes("#") || !page) return group;
+    const title = page.title.replace(/<span hidden>.*?<\/span>/g, "");
+    const chapter = /^chapters\/(\d+)-/.exec(page.location);
+    const name = chapter && !title.startsWith("第") ? `第 ${chapter[1]} 章 · ${title}` : title;
+    return [{ ...first, title: `<span class="md-search-result__page">${name}</span>${first.title}` }, ...group.slice(1)];
   }
 
   const post = self.postMessage.bind(self);

@@ -51,6 +51,8 @@ SPELLINGS: dict[str, list[str]] = {
     "KV 缓存": ["kv缓存", "KV cache", "键值缓存"],
     "√d_k": ["sqrt dk", "根号dk", "根号 d_k"],
     "d_k": ["dk"],
+    "√d_model": ["sqrt dmodel", "根号dmodel", "根号 d_model"],
+    "d_model": ["dmodel"],
 }
 SPELLING_PAGES = ("chapters",)
 
@@ -481,19 +483,41 @@ WORKER_FIXES = [
 
 RANKING = Path(__file__).with_name("search_rank.js")
 
+# Material's result list (main bundle) links a result group to the page's own entry wherever it sits
+# in the group and lists the sections after it. The ranking (search_rank.js) puts the best section
+# first: with this fix the group's first entry is its link, so a result opens at the section that
+# explains.
+BUNDLE_FIXES = [
+    (re.compile(r"(\w)=(\w)\.findIndex\((\w)=>!`\$\{new URL\(\3\.location,\w\.base\)\}`\.includes\(\"#\"\)\)"),
+     lambda m: f"{m.group(1)}=0"),
+]
 
-def patch_worker(site_dir: Path) -> None:
-    """The served search worker with :data:`WORKER_FIXES` applied and :data:`RANKING` before it."""
-    workers = sorted((site_dir / "assets" / "javascripts" / "workers").glob("search.*.min.js"))
-    if len(workers) != 1:
-        raise PluginError(f"searchindex: expected one search worker, found {workers}")
-    code = workers[0].read_text(encoding="utf-8")
-    for pattern, fix in WORKER_FIXES:
+
+def _patch(path: Path, fixes: list) -> str:
+    code = path.read_text(encoding="utf-8")
+    for pattern, fix in fixes:
         code, found = pattern.subn(fix, code)
         if found != 1:
-            raise PluginError(f"searchindex: {pattern.pattern!r} was found {found} times in {workers[0].name} "
+            raise PluginError(f"searchindex: {pattern.pattern!r} was found {found} times in {path.name} "
                               "(Material changed: check whether the fix is still needed)")
-    workers[0].write_text(RANKING.read_text(encoding="utf-8") + code, encoding="utf-8")
+    return code
+
+
+def _one(folder: Path, pattern: str) -> Path:
+    found = sorted(folder.glob(pattern))
+    if len(found) != 1:
+        raise PluginError(f"searchindex: expected one {pattern} in {folder}, found {found}")
+    return found[0]
+
+
+def patch_worker(site_dir: Path) -> None:
+    """The served search worker with :data:`WORKER_FIXES` applied and :data:`RANKING` before it, and
+    the main bundle with :data:`BUNDLE_FIXES`."""
+    scripts = site_dir / "assets" / "javascripts"
+    worker = _one(scripts / "workers", "search.*.min.js")
+    worker.write_text(RANKING.read_text(encoding="utf-8") + _patch(worker, WORKER_FIXES), encoding="utf-8")
+    bundle = _one(scripts, "bundle.*.min.js")
+    bundle.write_text(_patch(bundle, BUNDLE_FIXES), encoding="utf-8")
 
 
 @event_priority(-50)  # after the search plugin writes the index, before offline (-100) copies it

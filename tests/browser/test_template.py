@@ -214,18 +214,22 @@ def test_search_follows_text_entered_without_a_key_release(chromium_browser, sit
         assert box.input_value() == "多头注意力"
 
 
-# For each result (a page with its matching sections): how many section links it shows and how
-# many it folds under 「还有 N 个结果」.
+# For each result (a page with its matching sections): its link, the page named above that link's
+# title, and how many section links it shows and how many it folds under 「还有 N 个结果」.
 SHOWN_SECTIONS_JS = """() => [...document.querySelectorAll('.md-search-result__item')].map(li => {
   const sections = [...li.querySelectorAll('a')].filter(a => new URL(a.href).hash);
   const folded = sections.filter(a => a.closest('details.md-search-result__more'));
-  return {page: li.querySelector('a').href, shown: sections.length - folded.length, folded: folded.length};
+  const label = li.querySelector('a h1 .md-search-result__page');
+  return {link: li.querySelector('a').href, label: label ? label.textContent : null,
+          shown: sections.length - folded.length, folded: folded.length};
 })"""
 
 
 def test_search_shows_each_results_best_section(chromium_browser, site_url):
-    """A result that has matching sections shows the best of them, never only the page with every
-    section folded (sitebuild/hooks/search_rank.js lists a page's sections before its own entry).
+    """A result that has matching sections links to the best of them, named with its page (and
+    chapter) above its title; it never shows only the page with every section folded
+    (sitebuild/hooks/search_rank.js lists a page's sections best first, and searchindex.py's
+    BUNDLE_FIXES makes a result's first entry its link: Material links the page's own entry).
     为什么RNN难以并行 and 注意力头剪枝 are reader queries whose page entry outscored all its
     sections when Material listed the page first."""
     with opened(chromium_browser, site_url) as page:
@@ -233,8 +237,15 @@ def test_search_shows_each_results_best_section(chromium_browser, site_url):
             type_search(page, query)
             results = page.evaluate(SHOWN_SECTIONS_JS)
             assert any(r["shown"] + r["folded"] for r in results), (query, results)
-            hidden = [r["page"] for r in results if r["folded"] and not r["shown"]]
+            hidden = [r["link"] for r in results if r["folded"] and not r["shown"]]
             assert not hidden, f"{query}: every section folded under {hidden}"
+            sections = [r for r in results if r["shown"] + r["folded"]]
+            not_section = [r["link"] for r in sections if "#" not in r["link"]]
+            assert not not_section, f"{query}: results that link their page, not their best section: {not_section}"
+            unnamed = [r["link"] for r in sections if not r["label"]]
+            assert not unnamed, f"{query}: section links without their page's name: {unnamed}"
+            chapters = [r for r in sections if "/chapters/" in r["link"]]
+            assert chapters and all(r["label"].startswith("第 ") for r in chapters), chapters[:3]
         # a word the result holds is not listed as missing (「缺少: 为什么* 除以*」 before the worker's
         # segmented tokens lost their extra "*", sitebuild/hooks/searchindex.py: WORKER_FIXES, 2)
         type_search(page, "为什么除以根号dk")
@@ -256,20 +267,26 @@ def test_search_ranks_the_section_that_explains_first(chromium_browser, site_url
     that holds both query words outranks a longer one that repeats one of them twelve times, and
     the same section on a page that restates (boost 0.13, as a claim's) ranks below it; a result
     lists its sections best first, then the page's own entry, even where the page's title names
-    the query (Material lists the page first and its sections after by score); results go by
-    their best entry."""
+    the query (Material lists the page first and its sections after by score), and its first
+    section names the page (and the chapter) it is on; results go by their best entry."""
     docs = [
         _entry("long/", "长页", ""), _entry("long/#repeat", "重复", " ".join(["注意力"] * 12 + ["其他"] * 52)),
-        _entry("explain/", "掩码 注意力 讲解", ""), _entry("explain/#both", "乙", "掩码 注意力 挡住 未来 位置"),
+        _entry("chapters/05-explain/", "掩码 注意力 讲解<span hidden> masked</span>", ""),
+        _entry("chapters/05-explain/#both", "乙", "掩码 注意力 挡住 未来 位置"),
         _entry("claims/", "论断", ""), _entry("claims/#both", "丙", "掩码 注意力 挡住 未来 位置", boost=0.13),
     ]
     with opened(chromium_browser, site_url) as page:
         results = search_with_worker(page, ["掩码注意力"], docs)["掩码注意力"]
     order = [[item["location"] for item in group] for group in results]
     score = {item["location"]: item["score"] for group in results for item in group}
-    assert order[0] == ["explain/#both", "explain/"], order
-    assert score["explain/#both"] > score["long/#repeat"] > 0, score
-    assert score["explain/#both"] > score["claims/#both"] > 0, score
+    assert order[0] == ["chapters/05-explain/#both", "chapters/05-explain/"], order
+    assert score["chapters/05-explain/#both"] > score["long/#repeat"] > 0, score
+    assert score["chapters/05-explain/#both"] > score["claims/#both"] > 0, score
+    # the first entry, the result's link, names its page and chapter (without the hidden words)
+    first = {group[0]["location"]: group[0]["title"] for group in results}
+    page_name = '<span class="md-search-result__page">第 05 章 · <mark>掩码</mark> <mark>注意力</mark> 讲解</span>'
+    assert first["chapters/05-explain/#both"] == page_name + "乙", first
+    assert first["claims/#both"].startswith('<span class="md-search-result__page">论断</span>'), first
     best = [max(item["score"] for item in group) for group in results]
     assert best == sorted(best, reverse=True) and len(best) == 3, (order, best)
 

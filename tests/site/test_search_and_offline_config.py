@@ -8,7 +8,10 @@ import gzip
 import html
 import json
 import re
+import shutil
+from pathlib import Path
 
+import material
 import pytest
 
 from sitebuild.config import load, nav_pages
@@ -263,4 +266,19 @@ def test_query_segmentation_tries_a_token_that_ends_the_query(built_site, tmp_pa
     workers.mkdir(parents=True)
     (workers / "search.x.min.js").write_text("for(let o=s+1;o<=t.length;o++)t.slice(s,o)in e", encoding="utf-8")
     with pytest.raises(PluginError, match="found 0 times"):
+        patch_worker(tmp_path)
+
+
+def test_a_search_result_links_its_first_entry(built_site, tmp_path):
+    """Material links a result group to the page's own entry wherever the ranking put it; the
+    served bundle links the group's first entry, the best section (sitebuild/hooks/searchindex.py:
+    BUNDLE_FIXES), and the hook fails loudly where Material's line is not what it changes."""
+    bundle = next((built_site / "assets/javascripts").glob("bundle.*.min.js")).read_text(encoding="utf-8")
+    assert not re.search(r'findIndex\(\w=>!`\$\{new URL\(\w\.location,\w\.base\)\}`\.includes\("#"\)\)', bundle)
+    assert re.search(r'let \w=\w\[0\]\.score,\w=\[\.\.\.\w\],\w=\w+\(\),\w=0,\[\w\]=\w\.splice\(\w,1\)', bundle)
+    theme = Path(material.__file__).parent / "templates/assets/javascripts"
+    scripts = tmp_path / "assets/javascripts"
+    shutil.copytree(theme / "workers", scripts / "workers")  # Material's own worker: its fixes apply
+    (scripts / "bundle.x.min.js").write_text("let i=r.findIndex(l=>l.parent)", encoding="utf-8")
+    with pytest.raises(PluginError, match="bundle.x.min.js"):
         patch_worker(tmp_path)
