@@ -11,7 +11,8 @@ held-out half is for reporting only: never tune the dictionary, the index or the
 ``lunr``: Material's search as the site ships it (its worker with the site's fixes and ranking,
 the index the build wrote), typed in the box as an input method commits a word. ``pagefind``: the
 same built pages indexed by Pagefind (``npx pagefind --site``, into a copy of the site) and
-queried through its JS API on the same origin. A result list is the links a reader is shown, in
+queried through its JS API on the same origin, each result shown as the site shows one (its best
+section as its link; ``--layout page``: the page, then its best three sections). A result list is the links a reader is shown, in
 order: each result's link (its best section since 2026-12-04, the page before), then the entries
 that tie its score; not the ones Material folds under 「还有 N 个结果」 until the reader opens them. A
 hit at rank r is the first link that is one of the query's sections (or any link to a page named
@@ -101,18 +102,20 @@ CLEAR_JS = """async () => {
   return document.querySelector('.md-search-result__meta').textContent;
 }"""
 
-PAGEFIND_JS = """async (queries) => {
+PAGEFIND_JS = """async ({queries, layout}) => {
   const pagefind = await import('./pagefind/pagefind.js');
   await pagefind.init();
   const out = {};
   for (const q of queries) {
     const search = await pagefind.search(q);
     const pages = await Promise.all(search.results.slice(0, 10).map(r => r.data()));
-    // each page, then its best three sections (sub-results by the weight of their matches;
-    // Pagefind lists them in page order)
+    // each page's best section (sub-results by the weight of their matches; Pagefind lists them
+    // in page order) as the page's link, as the site's search shows a result (or the page, then
+    // its best three sections, as Pagefind's own result list does: layout 'page')
     const weight = s => (s.weighted_locations || []).reduce((a, l) => a + l.balanced_score, 0);
-    out[q] = pages.flatMap(p => [p.url, ...(p.sub_results || []).filter(s => s.url !== p.url)
-      .sort((a, b) => weight(b) - weight(a)).slice(0, 3).map(s => s.url)]);
+    const best = p => (p.sub_results || []).filter(s => s.url !== p.url).sort((a, b) => weight(b) - weight(a));
+    out[q] = pages.flatMap(p => layout === 'page' ? [p.url, ...best(p).slice(0, 3).map(s => s.url)]
+                                                  : [(best(p)[0] || p).url]);
   }
   return out;
 }"""
@@ -151,7 +154,7 @@ PAGEFIND_ARGS = ["--root-selector", "article.md-content__inner",
                  "--exclude-selectors", "pre, .katex-mathml, .headerlink, .md-source-file", "--force-language", "zh"]
 
 
-def pagefind_results(site: Path, queries: list[str], pagefind: str) -> dict[str, list[str]]:
+def pagefind_results(site: Path, queries: list[str], pagefind: str, layout: str) -> dict[str, list[str]]:
     from sitebuild.browser import chromium
     from sitebuild.serve import serve
     from tests.browser.helpers import new_context
@@ -164,7 +167,7 @@ def pagefind_results(site: Path, queries: list[str], pagefind: str) -> dict[str,
         with serve(copy) as base, chromium() as browser:
             page = new_context(browser).new_page()
             page.goto(base)
-            found = page.evaluate(PAGEFIND_JS, queries)
+            found = page.evaluate(PAGEFIND_JS, {"queries": queries, "layout": layout})
             return {q: [location(urljoin(base, h), base) for h in hrefs] for q, hrefs in found.items()}
 
 
@@ -174,15 +177,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engine", choices=("lunr", "pagefind"), default="lunr")
     ap.add_argument("--show", type=int, default=0, help="print the first N misses of the tuned half")
     ap.add_argument("--pagefind", default="npx --no-install pagefind", help="the pagefind command")
+    ap.add_argument("--layout", choices=("section", "page"), default="section",
+                    help="pagefind: a result's link is its best section (as the site shows one), or the page "
+                         "and its best three sections")
     args = ap.parse_args(argv)
     spec = json.loads(QUERIES.read_text(encoding="utf-8"))["queries"]
     queries = [q["q"] for q in spec]
     found = (lunr_results(args.site, queries) if args.engine == "lunr"
-             else pagefind_results(args.site, queries, args.pagefind))
+             else pagefind_results(args.site, queries, args.pagefind, args.layout))
     rows = [{"q": q["q"], "split": split_of(q["q"]), "want": q["want"], "rank": rank(found[q["q"]], q["want"]),
              "rank_folded": rank(FOLDED.get(q["q"], found[q["q"]]), q["want"]), "got": found[q["q"]][:5]}
             for q in spec]
     result = {"engine": args.engine, "top": TOP, "depth": DEPTH, "summary": summary(rows), "queries": rows}
+    if args.engine == "pagefind":
+        result["layout"] = args.layout
     if MARKS:
         result["single_character_first"] = [q for q in queries if single_character_only(q, MARKS.get(q, []))]
     OUT.mkdir(exist_ok=True)
