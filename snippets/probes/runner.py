@@ -143,13 +143,24 @@ def run_all(preset: str, device: str, command: str, *, seed: int = 0, progress_b
         t = time.perf_counter()
         out[name] = fn()
         timings[name] = round(time.perf_counter() - t, 2)
+        if not progress_bar:  # 无进度条时（如 GPU 机器上的日志）每个探针结束打印一行
+            print(f"{name}: {timings[name]} s", file=sys.stderr, flush=True)
+
+    steps = [0]
+
+    def walltime_step(k):
+        bar.update(k)
+        steps[0] += k
+        if not progress_bar:
+            print(f"walltime: step {steps[0]} of {walltime.progress_units(plan['walltime'])} "
+                  f"at {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
 
     timed("flops", lambda: flops.run(device=device, progress=bar.update, **plan["flops"]))
     timed("paths", lambda: paths.run(progress=bar.update, **plan["paths"]))  # 与设备无关，float64 在 CPU 上
     timed("sequential", lambda: sequential.run(progress=bar.update, **plan["sequential"]))  # 图结构，与设备无关
     timed("memory", lambda: memory.run(device=device, progress=bar.update, **plan["memory"]))
     timed("gradients", lambda: gradients.run(progress=bar.update, **plan["gradients"]))  # float64，CPU
-    timed("walltime", lambda: walltime.run(plan["walltime"], device=device, progress=bar.update))
+    timed("walltime", lambda: walltime.run(plan["walltime"], device=device, progress=walltime_step))
     bar.close()
 
     prov["runtime_s"] = round(time.perf_counter() - t0, 2)
