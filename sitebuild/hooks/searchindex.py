@@ -15,8 +15,9 @@ so that results show prose, read without TeX and put the explaining section firs
   ``O(n^2)`` → ``O(n²)``), notebook ``¶`` anchors leave the titles, and a section whose title
   names a term in :data:`SPELLINGS` is also indexed under the spellings readers type
   (``kv缓存``, ``sqrt dk``); every entry gets its length (``tokens``) and pages that restate a
-  chapter a boost below 1 (:data:`SECTION_BOOST`, :data:`PAGE_BOOST`), and the served search
-  worker gets three fixes and the ranking of ``search_rank.js`` (:data:`WORKER_FIXES`).
+  chapter a boost below 1 (:data:`SECTION_BOOST`, :data:`PAGE_BOOST`), the served search
+  worker gets its fixes and the ranking of ``search_rank.js`` (:data:`WORKER_FIXES`), and
+  Material's bundle links a result to its first entry, the best section (:data:`BUNDLE_FIXES`).
 
 Material's worker alone ranks with no length normalisation, so a section's score grows with every
 repeat of a term: dropping code is what lets prose outrank test source.
