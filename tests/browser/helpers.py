@@ -347,9 +347,10 @@ AXE_COLOUR_RULES = ["color-contrast", "link-in-text-block"]
 NOT_COLOUR = {"rules": {rule: {"enabled": False} for rule in AXE_COLOUR_RULES}}
 
 
-def run_axe(page, rules: list[str] | dict | None = None) -> list[dict]:
-    """axe-core's violations on the current page, impact serious or critical: all default rules,
-    only ``rules`` (a list), or the rules as axe's options say (a dict: ``NOT_COLOUR``)."""
+def run_axe(page, rules: list[str] | dict | None = None, within: str | None = None) -> list[dict]:
+    """axe-core's violations on the current page (or only in the element ``within`` selects),
+    impact serious or critical: all default rules, only ``rules`` (a list), or the rules as axe's
+    options say (a dict: ``NOT_COLOUR``)."""
     page.add_script_tag(path=str(AXE_JS))
     options = {"resultTypes": ["violations"]}
     if isinstance(rules, dict):
@@ -358,14 +359,14 @@ def run_axe(page, rules: list[str] | dict | None = None) -> list[dict]:
         options["runOnly"] = {"type": "rule", "values": rules}
     result = evaluate_within(
         page,
-        """async (options) => {
-          const r = await axe.run(document, options);
+        """async ([options, within]) => {
+          const r = await axe.run(within ? {include: [within]} : document, options);
           return r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
             count: v.nodes.length,
             nodes: v.nodes.slice(0, 5).map(n => n.target.join(' ') + ' :: '
               + ((n.any[0] || n.all[0] || n.none[0] || {}).message || ''))}));
         }""",
-        options,
+        [options, within],
     )
     return [v for v in result if v["impact"] in ("serious", "critical")]
 
