@@ -1,5 +1,5 @@
-"""Chapter 13's probe: the committed CPU results file against the thresholds stated on the page, a tiny smoke
-run into tmp_path (slow), and the renderer."""
+"""Chapter 13's probe: the committed CPU and GPU results files against what the page states, a tiny smoke run
+into tmp_path (slow), and the renderer with and without a GPU file."""
 
 from __future__ import annotations
 
@@ -15,6 +15,12 @@ from tests.support.pages import assert_states, chapter
 CODE = chapter("13") + "code.md"
 ROOT = Path(__file__).resolve().parents[2]
 FILES = sorted((ROOT / "results").glob("long-context-cpu-*.json"))
+GPU_FILES = sorted((ROOT / "results").glob("long-context-cuda-*.json"))
+BLOCK = 512  # the CUDA caching allocator rounds every allocation up to a multiple of 512 bytes
+
+
+def rounded(nbytes: int) -> int:
+    return -(-nbytes // BLOCK) * BLOCK
 
 
 @pytest.fixture(scope="module")
@@ -25,6 +31,28 @@ def cpu() -> dict:
     assert data["provenance"]["git"]["dirty"] is False and data["provenance"]["threads"] == 1
     assert data["probes"]["recall"]["config"] == long_context.PRESETS["full"]["recall"]
     return data
+
+
+@pytest.fixture(scope="module")
+def gpu() -> dict:
+    assert len(GPU_FILES) == 1, GPU_FILES
+    data = load_results(GPU_FILES[0])
+    assert data["kind"] == long_context.KIND and data["preset"] == "full"
+    assert data["provenance"]["git"]["dirty"] is False
+    assert data["probes"]["recall"]["config"] == long_context.PRESETS["full"]["recall"]
+    return data
+
+
+def test_gpu_numbers_come_from_a_gpu():
+    """A results file is named after the device that wrote it; a CUDA file names its GPU, driver and CUDA
+    version and was timed with CUDA events: a GPU number exists only if a GPU produced it."""
+    for f in (ROOT / "results").glob("long-context-*.json"):
+        data = load_results(f)
+        dev = data["provenance"]["device"]
+        assert f.name == f"long-context-{data['provenance']['tag']}.json" and dev["type"] in ("cpu", "cuda")
+        if dev["type"] == "cuda":
+            assert dev["name"] and dev["driver"] and dev["cuda_version"] and dev["capability"]
+            assert data["probes"]["scaling"]["timer"].startswith("torch.cuda.Event")
 
 
 @pytest.mark.claim("ch13-scaling", paper="§4 表 1", results="results/long-context-cpu-amd-epyc.json",
@@ -79,6 +107,91 @@ def test_recall(cpu):
     assert_states(CODE, "0.9", "0.5", "0.4")
 
 
+@pytest.mark.claim("ch13-gpu-memory", paper="§4 表 1", results="results/long-context-cuda-nvidia-h200.json",
+                   title="实测：GPU 上的内存与 CPU 相同，只差分配器的取整",
+                   text="NVIDIA H200、float32、d = 64、n = 256 到 4096，与 CPU 同一个探针、同样的网格：因果全注意力、"
+                        "分块线性注意力与分块增量规则的峰值与 CPU 逐字节相同；滑动窗口多出不到一个 512 字节的块；"
+                        "逐步递推的线性注意力恰好多 n·(512 − 4d) 字节（n 个 4d 字节的输出各占一个 512 字节的块）；"
+                        "所以 n 每翻一倍，全注意力仍增长 ≥ 3.9 倍、其余 ≤ 2.1 倍。解码一步：线性一步、KV 缓存与状态逐字节相同，"
+                        "全注意力一步多 512 − 4d 字节（一行输出）；"
+                        "联想回忆的每一行与 CPU 相同")
+def test_gpu_memory(gpu, cpu):
+    assert gpu["provenance"]["device"]["type"] == "cuda" and "H200" in gpu["provenance"]["device"]["name"]
+    g, c = gpu["probes"]["scaling"], cpu["probes"]["scaling"]
+    assert {k: g[k] for k in ("d", "window", "chunk", "repeats")} == {k: c[k] for k in ("d", "window", "chunk", "repeats")}
+    d = g["d"]
+    assert d == 64 and g["repeats"] == 3
+    gby, cby = ({(r["method"], r["n"]): r["peak_bytes"] for r in s["rows"]} for s in (g, c))
+    assert gby.keys() == cby.keys()
+    ns = sorted({n for _, n in gby})
+    assert ns == [256, 512, 1024, 2048, 4096]
+    for n in ns:
+        for m in ("full", "linear_chunked", "delta_chunked"):  # every tensor they allocate is a multiple of 512 B
+            assert gby[(m, n)] == cby[(m, n)], (m, n)
+        assert 0 < gby[("window", n)] - cby[("window", n)] < BLOCK, n  # block masks of w(2w-1) booleans round up
+        # one (d,) output per token, 4d bytes, each in its own 512-byte block until torch.stack
+        assert gby[("linear_recurrent", n)] - cby[("linear_recurrent", n)] == n * (rounded(4 * d) - 4 * d), n
+    for a, b in zip(ns, ns[1:]):  # chapter 13's memory reading holds on the GPU as well
+        assert gby[("full", b)] >= 3.9 * gby[("full", a)]
+        for m in ("window", "linear_recurrent", "linear_chunked", "delta_chunked"):
+            assert gby[(m, b)] <= 2.1 * gby[(m, a)], m
+    gd, cd = gpu["probes"]["decode_step"], cpu["probes"]["decode_step"]
+    assert [r["n"] for r in gd] == [r["n"] for r in cd]
+    for a, b in zip(gd, cd):
+        for key in ("linear_step_bytes", "kv_cache_bytes", "state_bytes"):
+            assert a[key] == b[key], key
+        # scores and weights are n·4 bytes (a multiple of 512); the one output row, 4d bytes, fills a block
+        assert a["full_step_bytes"] - b["full_step_bytes"] == rounded(4 * d) - 4 * d
+    assert gpu["probes"]["recall"] == cpu["probes"]["recall"]
+    assert_states(CODE, "H200", "512字节", f"{4 * d}字节的输出", "逐字节相同", "3次调用", "d=64", "n\\le4096")
+
+
+def test_gpu_peaks_are_the_cpu_allocations_rounded_to_512_bytes(gpu, monkeypatch):
+    """The page's explanation of the GPU-CPU differences, checked: run the probe's own code on the CPU, replay
+    its allocator's events with every allocation rounded up to 512 bytes, and get the GPU file's peaks exactly.
+    (Not the decode step: there the CPU also allocates the 1/√d scalar, which a GPU run keeps on the host.)"""
+    from torch.profiler import ProfilerActivity, profile
+
+    from snippets.probes import memory
+
+    def rounded_peak(fn, device="cpu"):
+        with memory.one_thread(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+            out = fn()
+            del out
+        running = peak = 0
+        for _, nbytes in sorted(memory._kineto_memory_events(prof), key=lambda e: e[0]):
+            running += rounded(abs(nbytes)) * (1 if nbytes > 0 else -1)
+            peak = max(peak, running)
+        return {"peak_bytes": peak}
+
+    monkeypatch.setattr(long_context, "peak_allocated_bytes", rounded_peak)
+    s = gpu["probes"]["scaling"]
+    ns = [256, 512]  # the probe's inputs are seeded per run: the first n's are the GPU file's first inputs
+    rows = long_context.scaling_rows(ns, s["d"], s["window"], s["chunk"], 1, "cpu", long_context.Timer("cpu"))
+    want = {(r["method"], r["n"]): r["peak_bytes"] for r in s["rows"] if r["n"] in ns}
+    assert {(r["method"], r["n"]): r["peak_bytes"] for r in rows} == want
+
+
+@pytest.mark.claim("ch13-gpu-time", paper="§4 表 1", results="results/long-context-cuda-nvidia-h200.json",
+                   title="实测：GPU 上全注意力在这组规模上最快",
+                   text="NVIDIA H200、float32、d = 64、batch 1、3 次调用的中位数（CUDA 事件计时）：n = 256 到 4096 的每个 n 上，"
+                        "因果全注意力比滑动窗口、线性（递推、分块）与增量规则（分块）都快，逐步递推最慢；n 长 16 倍，全注意力的时间不到原来的 2 倍。"
+                        "CPU 上 n = 4096 时次序相反：分块线性注意力与滑动窗口比全注意力快")
+def test_gpu_time_order(gpu, cpu):
+    ns, by = ch13_long_context._scaling_grid(gpu)
+    assert ns == [256, 512, 1024, 2048, 4096]
+    others = ("window", "linear_recurrent", "linear_chunked", "delta_chunked")
+    for n in ns:
+        t = {m: by[(m, n)]["time_s"] for m in long_context.METHODS}
+        assert all(t["full"] < t[m] for m in others), n
+        assert max(t, key=t.get) == "linear_recurrent", n
+    assert ns[-1] // ns[0] == 16 and by[("full", ns[-1])]["time_s"] < 2 * by[("full", ns[0])]["time_s"]
+    _, cby = ch13_long_context._scaling_grid(cpu)
+    for m in ("linear_chunked", "window"):  # the opposite order on the CPU at the longest n
+        assert cby[(m, 4096)]["time_s"] < cby[("full", 4096)]["time_s"]
+    assert_states(CODE, "n从256到4096", "长了16倍", "不到原来的2倍", "逐步递推都最慢")
+
+
 @pytest.mark.slow
 def test_tiny_smoke(tmp_path):
     out = tmp_path / "lc.json"
@@ -87,7 +200,7 @@ def test_tiny_smoke(tmp_path):
     assert data["preset"] == "tiny" and data["probes"]["recall"]["rows"]
 
 
-def test_renderer(tmp_path, cpu):
+def test_renderer(tmp_path, cpu, gpu):
     results = [{**cpu, "_file": FILES[0].name}]
     for render in ch13_long_context.RENDERERS:
         render(results, tmp_path)
@@ -96,3 +209,31 @@ def test_renderer(tmp_path, cpu):
     for render in ch13_long_context.RENDERERS:
         render([], empty)
     assert (empty / "ch13-scaling.svg").exists()
+
+
+def test_renderer_gpu_section_only_from_a_gpu_file(tmp_path, cpu, gpu):
+    """With the committed CUDA file: a GPU section whose numbers and provenance are that file's; without it,
+    the pending note and no GPU number."""
+    from snippets.results import load_all
+    results = load_all()
+    for render in ch13_long_context.RENDERERS:
+        render(results, tmp_path)
+    text = (tmp_path / "ch13-scaling.md").read_text(encoding="utf-8")
+    gpu_part = text.split("**GPU。**", 1)[1]
+    assert GPU_FILES[0].name in gpu_part and "GPU 的结果文件还没有" not in text
+    assert "| 因果全注意力 | 0 | 0 | 0 | 0 | 0 |" in gpu_part  # the byte differences from the CPU file
+    assert "+65,536" in gpu_part  # linear_recurrent at n = 256: 256·(512 − 256)
+    t_full = f"{1e3 * ch13_long_context._scaling_grid(gpu)[1][('full', 256)]['time_s']:.3g}"
+    assert f"| 因果全注意力 | {t_full} |" in gpu_part
+    for name in ("ch13-decode-step.md", "ch13-recall.md"):
+        assert "**GPU。** NVIDIA H200" in (tmp_path / name).read_text(encoding="utf-8"), name
+    assert "全注意力一步每行都多 256 B" in (tmp_path / "ch13-decode-step.md").read_text(encoding="utf-8")
+    assert "逐项相同" in (tmp_path / "ch13-recall.md").read_text(encoding="utf-8")
+
+    cpu_only = [r for r in results if r["provenance"]["device"]["type"] == "cpu"]
+    for render in ch13_long_context.RENDERERS:
+        render(cpu_only, tmp_path)
+    for name in ("ch13-scaling.md", "ch13-decode-step.md", "ch13-recall.md"):
+        text = (tmp_path / name).read_text(encoding="utf-8")
+        assert "**GPU。**" not in text and "H200" not in text and "cuda" not in text.split("GPU 的结果文件")[0], name
+    assert "GPU 的结果文件还没有" in (tmp_path / "ch13-scaling.md").read_text(encoding="utf-8")
