@@ -17,8 +17,9 @@
 
 闭式（页面的表与「代价」部件共用）：``attention_flops``、``linear_layer_flops``、``decode_state_elems``。
 
-预设：``quick`` 在 2 核 CPU 上 < 60 s，``full`` < 5 min，``tiny`` 只给冒烟测试。``--device cuda`` 支持但本仓库
-没有运行它：没有 GPU 时直接报错退出，不写任何文件。
+预设：``quick`` 在 2 核 CPU 上 < 60 s，``full`` < 5 min，``tiny`` 只给冒烟测试。``--device cuda`` 在 GPU 上运行
+（CUDA 事件计时，内存用 ``max_memory_allocated``），已提交的一份是 ``results/long-context-cuda-nvidia-h200.json``；
+没有 GPU 时直接报错退出，不写任何文件。
 """
 
 from __future__ import annotations
