@@ -48,8 +48,20 @@ def test_rendering_committed_results_is_byte_identical_to_the_site(tmp_path):
     # kept out of the search index (device, commit and file name are not what readers search)
     assert line.startswith('<p class="provenance" markdown data-search-exclude>') and line.count("\n") == 1
     for fragment in (prov["torch_version"], prov["date_utc"][:10], prov["git"]["commit"][:10],
-                     "`results/cpu-amd-epyc.json`", "设备：CPU"):
+                     "`results/cpu-amd-epyc.json`", "设备：CPU", f"用时 {style.runtime_label(prov['runtime_s'])}"):
         assert fragment in line, fragment
+
+
+def test_run_times_come_from_the_results_files():
+    """A run's time is measured, so a page shows it only from its results file (the provenance
+    line's 「用时」, from runtime_s), never typed into the prose: 「约 4–6 分钟」 and 「用了 20 分钟」 were."""
+    assert [style.runtime_label(t) for t in (0.0, 0.4, 44.75, 89.4, 325.49, 1212.95)] == [
+        "不到 1 秒", "不到 1 秒", "45 秒", "89 秒", "5 分钟", "20 分钟"]
+    typed = re.compile(r"(?:约|用了)\s*[\d.]+(?:\s*[–-]\s*[\d.]+)?\s*(?:分钟|秒)")
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    found = [f"{md.relative_to(docs)}: {m.group(0)}" for md in sorted(docs.rglob("*.md"))
+             if "generated" not in md.parts for m in typed.finditer(md.read_text(encoding="utf-8"))]
+    assert not found, found
 
 
 def _text_sizes(svg: str) -> list[float]:

@@ -244,13 +244,22 @@ def device_label(r: dict) -> str:
     return f"GPU {dev['name']}" + (f"（驱动 {dev['driver']}）" if dev.get("driver") else "")
 
 
+def runtime_label(seconds: float) -> str:
+    """一次运行的用时，读者估计重跑要多久用：一分半以内按秒，以上按分钟（取整）。"""
+    if seconds < 1:
+        return "不到 1 秒"
+    return f"{seconds:.0f} 秒" if seconds < 90 else f"{seconds / 60:.0f} 分钟"
+
+
 def source_line(r: dict) -> str:
-    """一个结果文件的出处（Markdown）：设备 · torch · 日期 · commit · 预设 · 数据文件。"""
+    """一个结果文件的出处（Markdown）：设备 · torch · 日期 · commit · 预设 · 用时 · 数据文件。
+    用时来自 provenance 的 runtime_s：页面不手写运行时间。"""
     p = r["provenance"]
     dirty = "（工作区有改动）" if p["git"]["dirty"] else ""
     preset = f" · 预设 `{r['preset']}`" if r.get("preset") else ""
+    runtime = f" · 用时 {runtime_label(p['runtime_s'])}" if p.get("runtime_s") is not None else ""
     return (f"设备：{device_label(r)} · torch {p['torch_version']} · {p['date_utc'][:10]} · "
-            f"commit `{p['git']['commit'][:10]}`{dirty}{preset} · 数据文件 `{r['_file']}`")
+            f"commit `{p['git']['commit'][:10]}`{dirty}{preset}{runtime} · 数据文件 `{r['_file']}`")
 
 
 def md_caption(*results: dict) -> str:
