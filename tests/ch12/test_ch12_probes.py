@@ -11,6 +11,7 @@ from sitebuild.generate.render import ch12_inference
 from snippets.probes import inference
 from snippets.probes.memory import naive_peak_closed_form
 from snippets.results import load_results
+from tests.support.committed import check_device_files
 from tests.support.pages import assert_states, chapter
 
 CH12 = chapter("12")
@@ -43,13 +44,7 @@ def gpu() -> dict:
 def test_gpu_numbers_come_from_a_gpu():
     """A results file is named after the device that wrote it; a CUDA file names its GPU, driver and CUDA
     version and was timed with CUDA events: a GPU number exists only if a GPU produced it."""
-    for f in (ROOT / "results").glob("inference-*.json"):
-        data = load_results(f)
-        dev = data["provenance"]["device"]
-        assert f.name == f"inference-{data['provenance']['tag']}.json" and dev["type"] in ("cpu", "cuda")
-        if dev["type"] == "cuda":
-            assert dev["name"] and dev["driver"] and dev["cuda_version"] and dev["capability"]
-            assert data["probes"]["attention"]["timer"].startswith("torch.cuda.Event")
+    check_device_files("inference", lambda data: data["probes"]["attention"]["timer"])
 
 
 @pytest.mark.claim("ch12-flash-memory", paper="Dao et al. 2022 §3", results="results/inference-cpu-amd-epyc.json",

@@ -10,6 +10,7 @@ import pytest
 from sitebuild.generate.render import ch13_long_context
 from snippets.probes import long_context
 from snippets.results import load_results
+from tests.support.committed import check_device_files
 from tests.support.pages import assert_states, chapter
 
 CODE = chapter("13") + "code.md"
@@ -46,13 +47,7 @@ def gpu() -> dict:
 def test_gpu_numbers_come_from_a_gpu():
     """A results file is named after the device that wrote it; a CUDA file names its GPU, driver and CUDA
     version and was timed with CUDA events: a GPU number exists only if a GPU produced it."""
-    for f in (ROOT / "results").glob("long-context-*.json"):
-        data = load_results(f)
-        dev = data["provenance"]["device"]
-        assert f.name == f"long-context-{data['provenance']['tag']}.json" and dev["type"] in ("cpu", "cuda")
-        if dev["type"] == "cuda":
-            assert dev["name"] and dev["driver"] and dev["cuda_version"] and dev["capability"]
-            assert data["probes"]["scaling"]["timer"].startswith("torch.cuda.Event")
+    check_device_files("long-context", lambda data: data["probes"]["scaling"]["timer"])
 
 
 @pytest.mark.claim("ch13-scaling", paper="§4 表 1", results="results/long-context-cpu-amd-epyc.json",

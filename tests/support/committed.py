@@ -1,5 +1,6 @@
 """A committed results file, checked as the pages read it: its kind and preset, a clean tree in its
-provenance, and the configuration of that preset (one thread: the 2-core machine's setting)."""
+provenance, and the configuration of that preset (one thread: the 2-core machine's setting); files
+written per device are named after it, and a GPU number exists only if a GPU produced it."""
 
 from __future__ import annotations
 
@@ -18,3 +19,21 @@ def committed_results(path: Path, experiment: ModuleType, preset: str, *, free: 
     recorded = {key: data["config"][key] for key in free}
     assert data["config"] == {**experiment.PRESETS[preset], **recorded, "threads": 1}
     return data
+
+
+RESULTS = Path(__file__).resolve().parents[2] / "results"
+
+
+def check_device_files(prefix: str, timer_of) -> None:
+    """Each ``results/<prefix>-*.json`` is named after the device tag in its provenance; a CUDA file
+    names its GPU, driver, CUDA version and compute capability, and ``timer_of(data)`` (the timer its
+    probe recorded) says CUDA events."""
+    files = sorted(RESULTS.glob(f"{prefix}-*.json"))
+    assert files, prefix
+    for f in files:
+        data = load_results(f)
+        dev = data["provenance"]["device"]
+        assert f.name == f"{prefix}-{data['provenance']['tag']}.json" and dev["type"] in ("cpu", "cuda"), f.name
+        if dev["type"] == "cuda":
+            assert dev["name"] and dev["driver"] and dev["cuda_version"] and dev["capability"], f.name
+            assert timer_of(data).startswith("torch.cuda.Event"), f.name
