@@ -11,7 +11,7 @@ from sitebuild.generate.render import ch12_inference
 from snippets.probes import inference
 from snippets.probes.memory import naive_peak_closed_form
 from snippets.results import load_results
-from tests.support.committed import check_device_files
+from tests.support.committed import check_device_files, one_file
 from tests.support.pages import assert_states, chapter
 
 CH12 = chapter("12")
@@ -24,20 +24,15 @@ GPU_FILES = sorted((ROOT / "results").glob("inference-cuda-*.json"))
 
 @pytest.fixture(scope="module")
 def cpu() -> dict:
-    assert len(FILES) == 1, FILES
-    data = load_results(FILES[0])  # validates against results/schema/inference-probes.schema.json
-    assert data["kind"] == inference.KIND and data["preset"] == "full"
-    assert data["provenance"]["git"]["dirty"] is False and data["provenance"]["threads"] == 1
+    data = one_file(FILES, inference.KIND)  # validates against results/schema/inference-probes.schema.json
+    assert data["provenance"]["threads"] == 1
     assert data["probes"]["serving"]["config"]["requests"] == inference.PRESETS["full"]["serving"]["requests"]
     return data
 
 
 @pytest.fixture(scope="module")
 def gpu() -> dict:
-    assert len(GPU_FILES) == 1, GPU_FILES
-    data = load_results(GPU_FILES[0])
-    assert data["kind"] == inference.KIND and data["preset"] == "full"
-    assert data["provenance"]["git"]["dirty"] is False
+    data = one_file(GPU_FILES, inference.KIND)
     return data
 
 

@@ -10,7 +10,7 @@ import pytest
 from sitebuild.generate.render import ch13_long_context
 from snippets.probes import long_context
 from snippets.results import load_results
-from tests.support.committed import check_device_files
+from tests.support.committed import check_device_files, one_file
 from tests.support.pages import assert_states, chapter
 
 CODE = chapter("13") + "code.md"
@@ -26,20 +26,15 @@ def rounded(nbytes: int) -> int:
 
 @pytest.fixture(scope="module")
 def cpu() -> dict:
-    assert len(FILES) == 1, FILES
-    data = load_results(FILES[0])  # validates against results/schema/long-context-probes.schema.json
-    assert data["kind"] == long_context.KIND and data["preset"] == "full"
-    assert data["provenance"]["git"]["dirty"] is False and data["provenance"]["threads"] == 1
+    data = one_file(FILES, long_context.KIND)  # validates against results/schema/long-context-probes.schema.json
+    assert data["provenance"]["threads"] == 1
     assert data["probes"]["recall"]["config"] == long_context.PRESETS["full"]["recall"]
     return data
 
 
 @pytest.fixture(scope="module")
 def gpu() -> dict:
-    assert len(GPU_FILES) == 1, GPU_FILES
-    data = load_results(GPU_FILES[0])
-    assert data["kind"] == long_context.KIND and data["preset"] == "full"
-    assert data["provenance"]["git"]["dirty"] is False
+    data = one_file(GPU_FILES, long_context.KIND)
     assert data["probes"]["recall"]["config"] == long_context.PRESETS["full"]["recall"]
     return data
 
@@ -138,7 +133,8 @@ def test_gpu_memory(gpu, cpu):
         # scores and weights are n·4 bytes (a multiple of 512); the one output row, 4d bytes, fills a block
         assert a["full_step_bytes"] - b["full_step_bytes"] == rounded(4 * d) - 4 * d
     assert gpu["probes"]["recall"] == cpu["probes"]["recall"]
-    assert_states(CODE, "H200", "512字节", f"{4 * d}字节的输出", "逐字节相同", "3次调用", "d=64", "n\\le4096")
+    assert_states(CODE, "H200", "512字节", f"{4 * d}字节的输出", "逐字节相同", f"{g['repeats']}次调用", f"d={d}",
+                  "n\\le4096")
 
 
 def test_gpu_peaks_are_the_cpu_allocations_rounded_to_512_bytes(gpu, monkeypatch):

@@ -24,6 +24,16 @@ def committed_results(path: Path, experiment: ModuleType, preset: str, *, free: 
 RESULTS = Path(__file__).resolve().parents[2] / "results"
 
 
+def one_file(files: list[Path], kind: str, preset: str = "full") -> dict:
+    """The one file of ``files`` (validated against its schema), of ``kind`` and ``preset``, from a
+    clean tree."""
+    assert len(files) == 1, files
+    data = load_results(files[0])
+    assert data["kind"] == kind and data["preset"] == preset
+    assert data["provenance"]["git"]["dirty"] is False
+    return data
+
+
 def check_device_files(prefix: str, timer_of) -> None:
     """Each ``results/<prefix>-*.json`` is named after the device tag in its provenance; a CUDA file
     names its GPU, driver, CUDA version and compute capability, and ``timer_of(data)`` (the timer its
