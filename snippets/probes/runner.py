@@ -44,12 +44,14 @@ def _cpu_walltime(n_att, n_rec, n_conv, ds, *, repeats, target_s, retry, seq_ste
             "seqdep": {"d": 128, "steps": seq_steps, "batches": seq_batches}}
 
 
-def _cuda_walltime(n_att, n_rec, ds, *, repeats, target_s, sdpa_sizes):
+def _cuda_walltime(n_att, n_rec, ds, *, repeats, target_s, sdpa_sizes, n_rec_fixed=256):
+    # 循环层逐步走 Python 循环，GPU 上每步受启动开销支配（约 0.1 ms 以上）：它们的尺寸决定总用时
     n_layers = {**{k: {"batch": 8, "d": 64, "sizes": n_att} for k in _ATT},
                 "restricted": {"batch": 8, "d": 256, "sizes": n_att},
                 **{k: {"batch": 16, "d": 256, "sizes": n_rec} for k in _REC},
                 "conv": {"batch": 16, "d": 256, "sizes": n_att}}
-    d_layers = {k: {"batch": 8, "n": 256, "sizes": ds} for k in (*_ATT, "restricted", *_REC, "conv")}
+    d_layers = {**{k: {"batch": 8, "n": 256, "sizes": ds} for k in (*_ATT, "restricted", "conv")},
+                **{k: {"batch": 8, "n": n_rec_fixed, "sizes": ds} for k in _REC}}
     return {"sweeps": [{"axis": "n", "layers": n_layers}, {"axis": "d", "layers": d_layers}],
             "modes": ["fwd", "fwd+bwd"], "dtypes": ["float32", "bfloat16"], "repeats": repeats,
             "target_s": target_s, "floor_size": 1, "overhead_factor": 3.0, "residual_threshold": 0.25,
@@ -100,8 +102,8 @@ CUDA_WALLTIME = {
     "tiny": _cuda_walltime([256, 512], [64, 128], [64, 128], repeats=2, target_s=0.002, sdpa_sizes=[256]),
     "quick": _cuda_walltime([1024, 2048, 4096], [256, 512, 1024], [256, 512, 1024], repeats=5, target_s=0.01,
                             sdpa_sizes=[1024, 4096]),
-    "full": _cuda_walltime([1024, 2048, 4096, 8192], [256, 512, 1024, 2048], [256, 512, 1024, 2048],
-                           repeats=9, target_s=0.02, sdpa_sizes=[1024, 2048, 4096, 8192, 16384]),
+    "full": _cuda_walltime([1024, 2048, 4096, 8192], [128, 256, 512, 1024], [256, 512, 1024, 2048],
+                           repeats=5, target_s=0.02, n_rec_fixed=128, sdpa_sizes=[1024, 2048, 4096, 8192, 16384]),
 }
 
 
