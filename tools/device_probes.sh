@@ -7,8 +7,8 @@
 # Each step has its own time limit, so that one slow step still leaves the others' files. On an H200
 # (2026-12-04) the tests took 47 s, inference 50 s and long context 12 s; chapter 01's probes did not
 # finish in 270 s, nor in 420 s on a second run (the recurrent layers' Python loops dominate the CUDA
-# wall-time sweep; its full plan is smaller since): give it most of a call, STEPS="ch01 tests"
-# CH01_LIMIT=500 (it prints a line per probe and per repeat).
+# wall-time sweep); with the recurrent sizes cut (2026-12-04, third run) they took 230 s, so give them
+# a call of their own: STEPS=ch01 CH01_LIMIT=400 (it prints a line per probe and per repeat).
 #
 #   PY=python3 PRESET=full [CH01_LIMIT=seconds] [STEPS="tests ch01 ch12 ch13"] bash tools/device_probes.sh
 #

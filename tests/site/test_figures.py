@@ -158,8 +158,8 @@ def test_gpu_column_group_replaces_pending_when_cuda_results_exist(tmp_path):
         render(load_all(res), out)
     table = (out / "table1-measured.md").read_text(encoding="utf-8")
     assert "GPU: pending" not in table and "GPU float32" in table
-    slopes = (out / "walltime-slopes.md").read_text(encoding="utf-8")
-    assert "SDPA 各后端" in slopes and "不可用" in slopes
+    sdpa = (out / "sdpa-backends.md").read_text(encoding="utf-8")
+    assert "SDPA 各后端" in sdpa and "不可用：RuntimeError" in sdpa and "pending" not in sdpa
 
 
 def test_make_figures_renders_again_only_when_an_input_or_an_output_changed(tmp_path, monkeypatch):

@@ -35,15 +35,17 @@ def one_file(files: list[Path], kind: str, preset: str = "full") -> dict:
 
 
 def check_device_files(prefix: str, timer_of) -> None:
-    """Each ``results/<prefix>-*.json`` is named after the device tag in its provenance; a CUDA file
-    names its GPU, driver, CUDA version and compute capability, and ``timer_of(data)`` (the timer its
-    probe recorded) says CUDA events."""
-    files = sorted(RESULTS.glob(f"{prefix}-*.json"))
+    """Each ``results/<prefix>-<device>.json`` (``<device>.json`` for chapter 01's probes, whose
+    prefix is "") is named after the device tag in its provenance; a CUDA file names its GPU, driver,
+    CUDA version and compute capability, and ``timer_of(data)`` (the timer its probe recorded) says
+    CUDA events."""
+    stem = f"{prefix}-" if prefix else ""
+    files = sorted(f for device in ("cpu", "cuda") for f in RESULTS.glob(f"{stem}{device}-*.json"))
     assert files, prefix
     for f in files:
         data = load_results(f)
         dev = data["provenance"]["device"]
-        assert f.name == f"{prefix}-{data['provenance']['tag']}.json" and dev["type"] in ("cpu", "cuda"), f.name
+        assert f.name == f"{stem}{data['provenance']['tag']}.json" and dev["type"] in ("cpu", "cuda"), f.name
         if dev["type"] == "cuda":
             assert dev["name"] and dev["driver"] and dev["cuda_version"] and dev["capability"], f.name
             assert timer_of(data).startswith("torch.cuda.Event"), f.name

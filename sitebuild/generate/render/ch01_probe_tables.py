@@ -108,7 +108,8 @@ def render_table1(results: list[dict], out_dir: Path) -> None:
         "关键路径是 `make_fx` 追踪出的前向图中最长的 aten 节点链，常数表示与 n 无关；"
         "最小深度 N 是使 ∂y_n/∂x₁ ≠ 0 的最小层数（RNN/LSTM 为单元应用次数）。"
         "时间指数是前向墙钟时间中位数的 log-log 拟合斜率，括号内为逐轮拟合的最小–最大值；"
-        "论文的表 1 只算混合项（自注意力的 n²·d），而整层还有 8nd² 的投影，所以整层的 d 指数接近 2。",
+        "论文的表 1 只算混合项（自注意力的 n²·d），而整层还有 8nd² 的投影，所以整层的 d 指数接近 2。"
+        + ("「—」表示拟合不出：参与拟合的点不到两个，其余都是开销主导（中位时间不到同层尺寸为 1 时的 3 倍）。" if gpu else ""),
     ]
     if not gpu:
         notes.append("")
@@ -250,33 +251,47 @@ def render_walltime_slopes(results: list[dict], out_dir: Path) -> None:
                 + (f"运行时系统负载（1/5/15 分钟）：开始 {la.get('before')}，结束 {la.get('after')}——这是一台共享机器，"
                    "数字带噪声。" if la else "")
                 + "\n\n" + md_caption(r))
-        parts.extend(_cuda_extras_md(r))
     write_text(out_dir, name, "\n\n".join(parts) + "\n")
 
 
-def _cuda_extras_md(r: dict) -> list[str]:
-    """GPU 结果才有：稠密矩阵乘法上限与 SDPA 各后端（注意力吞吐占 bf16 上限的比例）。"""
-    wt = r["probes"]["walltime"]
-    out = []
-    if wt.get("matmul_ceiling"):
-        lines = ["| 数据类型 | 矩阵 | 中位时间 | TFLOP/s |", "|---|---|---|---|"]
-        for c in wt["matmul_ceiling"]:
-            lines.append(f"| {c['dtype']} | {c['m']}×{c['m']} @ {c['m']}×{c['m']} | {fmt_time(c['median_s'])} | "
-                         f"{c['tflops']:.1f} |")
-        out.append(f"**稠密矩阵乘法上限** · {device_label(r)}\n\n" + "\n".join(lines))
-    if wt.get("sdpa_backends"):
-        lines = ["| 后端 | 数据类型 | batch × 头数 × 头维 | n | 中位时间 | TFLOP/s（4·B·h·n²·d） | 占 bf16 矩阵乘上限 |",
-                 "|---|---|---|---|---|---|---|"]
-        for x in wt["sdpa_backends"]:
-            shape = f"{x['batch']} × {x['heads']} × {x['head_dim']}"
-            if x.get("error"):
-                lines.append(f"| {x['backend']} | {x['dtype']} | {shape} | {x['n']} | 不可用：{x['error'][:80]} | — | — |")
-            else:
-                lines.append(f"| {x['backend']} | {x['dtype']} | {shape} | {x['n']} | {fmt_time(x['median_s'])} | "
-                             f"{x['tflops']:.1f} | {x['fraction_of_bf16_matmul']:.0%} |")
-        out.append(f"**SDPA 各后端（前向）** · {device_label(r)}（`torch.nn.attention.sdpa_kernel` 指定后端）\n\n"
-                   + "\n".join(lines) + "\n\n" + md_caption(r))
-    return out
+def _unavailable(error: str) -> str:
+    """A short reason for a backend that did not run; the results file keeps the whole message."""
+    if error.startswith("OutOfMemoryError"):
+        return "显存不足"
+    if "No available kernel" in error:
+        return "无此内核"
+    return f"不可用：{error.split(':')[0]}"
+
+
+SHORT_DTYPE = {"bfloat16": "bf16", "float32": "fp32"}
+
+
+def render_sdpa_backends(results: list[dict], out_dir: Path) -> None:
+    """GPU 结果才有：稠密矩阵乘法上限，与 SDPA 各后端的吞吐（一行一个后端与数据类型，一列一个 n）。"""
+    name = "sdpa-backends.md"
+    gpus = [r for r in probe_results(results) if r["provenance"]["device"]["type"] == "cuda"]
+    if not gpus:
+        return write_text(out_dir, name, "**GPU: pending** —— 还没有真实 GPU 上的测量结果（`results/cuda-*.json`）。"
+                                         "本站不编造 GPU 数字。\n")
+    parts = []
+    for r in gpus:
+        wt = r["probes"]["walltime"]
+        ceil = "；".join(f"{c['dtype']} {c['tflops']:.0f} TFLOP/s（{c['m']}×{c['m']} 方阵，{fmt_time(c['median_s'])}）"
+                        for c in wt["matmul_ceiling"])
+        rows = wt["sdpa_backends"]
+        ns = sorted({x["n"] for x in rows})
+        lines = ["| 后端 · 类型 | " + " | ".join(f"{n}" for n in ns) + " |", "|---|" + "---:|" * len(ns)]
+        for key in dict.fromkeys((x["backend"], x["dtype"]) for x in rows):
+            by_n = {x["n"]: x for x in rows if (x["backend"], x["dtype"]) == key}
+            cells = [_unavailable(x["error"]) if x.get("error") else
+                     f"{x['tflops']:.0f}（{x['fraction_of_bf16_matmul']:.0%}）" for x in (by_n[n] for n in ns)]
+            lines.append(f"| {key[0]} · {SHORT_DTYPE[key[1]]} | " + " | ".join(cells) + " |")
+        x = rows[0]
+        parts.append(f"**SDPA 各后端的前向吞吐** · {device_label(r)}：TFLOP/s（按 4·B·h·n²·d 计），括号里是占 bfloat16 "
+                     f"稠密矩阵乘法上限的比例；列是序列长度 n；batch {x['batch']} × {x['heads']} 头 × 头维 {x['head_dim']}，"
+                     f"`torch.nn.attention.sdpa_kernel` 指定后端，每点 {len(x.get('samples_s') or [])} 轮的中位数。"
+                     f"矩阵乘法上限：{ceil}。\n\n" + "\n".join(lines) + "\n\n" + md_caption(r))
+    write_text(out_dir, name, "\n\n".join(parts) + "\n")
 
 
 def render_sequential_dependency(results: list[dict], out_dir: Path) -> None:
@@ -336,4 +351,4 @@ def render_provenance(results: list[dict], out_dir: Path) -> None:
 
 
 RENDERERS = [render_table1, render_flops_table, render_memory_table, render_gradient_table,
-             render_walltime_slopes, render_sequential_dependency, render_provenance]
+             render_walltime_slopes, render_sdpa_backends, render_sequential_dependency, render_provenance]
