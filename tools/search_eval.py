@@ -4,7 +4,9 @@ typed into the real search box in Chromium, for the tuned and the held-out half.
     .venv/bin/mkdocs build --strict -d /tmp/site
     .venv/bin/python -m tools.search_eval /tmp/site [--engine lunr|pagefind] [--show N]
 
-The queries and the sections that answer them are tests/support/search_eval.json. A query's
+The queries and the sections that answer them are tests/support/search_eval.json. A second set,
+tests/support/search_eval_fresh.json (``--queries``), was written later, blind to every result, and is
+held out whole. A query's
 half is fixed by its text (:func:`split_of`), so it cannot be picked after seeing results; the
 held-out half is for reporting only: never tune the dictionary, the index or the ranking on it.
 
@@ -70,6 +72,8 @@ def summary(rows: list[dict]) -> dict:
     out = {}
     for half in ("tune", "held", "all"):
         part = [r for r in rows if half == "all" or r["split"] == half]
+        if not part:
+            continue
         out[half] = {"n": len(part), "recall@3": recall(part, "rank"),
                      "mrr@10": round(sum(1 / r["rank"] for r in part if r["rank"]) / len(part), 3),
                      "recall@3 (folded too)": recall(part, "rank_folded")}
@@ -176,25 +180,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("site", type=Path, help="a built site (mkdocs build --strict -d SITE)")
     ap.add_argument("--engine", choices=("lunr", "pagefind"), default="lunr")
     ap.add_argument("--show", type=int, default=0, help="print the first N misses of the tuned half")
+    ap.add_argument("--queries", type=Path, default=QUERIES,
+                    help="the queries and their sections; a file with \"held_out\": true is held out whole "
+                         "(tests/support/search_eval_fresh.json)")
     ap.add_argument("--pagefind", default="npx --no-install pagefind", help="the pagefind command")
     ap.add_argument("--layout", choices=("section", "page"), default="section",
                     help="pagefind: a result's link is its best section (as the site shows one), or the page "
                          "and its best three sections")
     args = ap.parse_args(argv)
-    spec = json.loads(QUERIES.read_text(encoding="utf-8"))["queries"]
+    spec_file = json.loads(args.queries.read_text(encoding="utf-8"))
+    spec = spec_file["queries"]
+    split = (lambda q: "held") if spec_file.get("held_out") else split_of
     queries = [q["q"] for q in spec]
     found = (lunr_results(args.site, queries) if args.engine == "lunr"
              else pagefind_results(args.site, queries, args.pagefind, args.layout))
-    rows = [{"q": q["q"], "split": split_of(q["q"]), "want": q["want"], "rank": rank(found[q["q"]], q["want"]),
+    rows = [{"q": q["q"], "split": split(q["q"]), "want": q["want"], "rank": rank(found[q["q"]], q["want"]),
              "rank_folded": rank(FOLDED.get(q["q"], found[q["q"]]), q["want"]), "got": found[q["q"]][:5]}
             for q in spec]
-    result = {"engine": args.engine, "top": TOP, "depth": DEPTH, "summary": summary(rows), "queries": rows}
+    result = {"engine": args.engine, "queries_file": args.queries.name, "top": TOP, "depth": DEPTH, "summary": summary(rows), "queries": rows}
     if args.engine == "pagefind":
         result["layout"] = args.layout
     if MARKS:
         result["single_character_first"] = [q for q in queries if single_character_only(q, MARKS.get(q, []))]
     OUT.mkdir(exist_ok=True)
-    (OUT / f"search-eval-{args.engine}.json").write_text(json.dumps(result, ensure_ascii=False, indent=1),
+    suffix = "" if args.queries == QUERIES else f"-{args.queries.stem}"
+    (OUT / f"search-eval-{args.engine}{suffix}.json").write_text(json.dumps(result, ensure_ascii=False, indent=1),
                                                          encoding="utf-8")
     for half, s in result["summary"].items():
         print(f"{args.engine:8} {half:4}  n={s['n']:3}  recall@3 {s['recall@3']:.1%}  MRR@10 {s['mrr@10']:.3f}"
