@@ -6,7 +6,8 @@ typed into the real search box in Chromium, for the tuned and the held-out half.
 
 The queries and the sections that answer them are tests/support/search_eval.json. A second set,
 tests/support/search_eval_fresh.json (``--queries``), was written later, blind to every result, and is
-held out whole. A query's
+held out whole; a third, tests/support/search_eval_tune2.json, was written the same way for tuning
+(chapters 01-13) and is tuned on whole. A query's
 half is fixed by its text (:func:`split_of`), so it cannot be picked after seeing results; the
 held-out half is for reporting only: never tune the dictionary, the index or the ranking on it.
 
@@ -181,8 +182,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engine", choices=("lunr", "pagefind"), default="lunr")
     ap.add_argument("--show", type=int, default=0, help="print the first N misses of the tuned half")
     ap.add_argument("--queries", type=Path, default=QUERIES,
-                    help="the queries and their sections; a file with \"held_out\": true is held out whole "
-                         "(tests/support/search_eval_fresh.json)")
+                    help="the queries and their sections; a file with a \"half\" is that half whole "
+                         "(tests/support/search_eval_fresh.json: held out; search_eval_tune2.json: tuned)")
     ap.add_argument("--pagefind", default="npx --no-install pagefind", help="the pagefind command")
     ap.add_argument("--layout", choices=("section", "page"), default="section",
                     help="pagefind: a result's link is its best section (as the site shows one), or the page "
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     spec_file = json.loads(args.queries.read_text(encoding="utf-8"))
     spec = spec_file["queries"]
-    split = (lambda q: "held") if spec_file.get("held_out") else split_of
+    split = (lambda q: spec_file["half"]) if "half" in spec_file else split_of
     queries = [q["q"] for q in spec]
     found = (lunr_results(args.site, queries) if args.engine == "lunr"
              else pagefind_results(args.site, queries, args.pagefind, args.layout))
