@@ -13,14 +13,30 @@
 // lists its sections best first, then the page's own entry. Material shows a group's first entry
 // as its link (with the bundle fix in searchindex.py), the entries that tie its score, and folds
 // the rest: so each result links to the section that explains, named with its page.
-// Measured: tools/history.md, 2026-12-04 (search ranking, eighth and ninth passes).
+// Measured: tools/history.md, 2026-12-04 (search ranking, eighth to tenth passes).
 (() => {
-  const TITLE = 10, B = 0.15, K1 = 3, COVERAGE = 0.5, SINGLE_CHARACTER = 0.5, QUESTION_WORD = 0.1;
+  const TITLE = 5, B = 0.3, K1 = 6, COVERAGE = 0.5, SINGLE_CHARACTER = 0.5, QUESTION_WORD = 0.1;
   const QUESTION_WORDS = new Set(["为什么", "什么", "的", "和", "区别", "作用", "是", "吗", "怎么", "如何", "有", "与"]);
   let size = 1; // entries in the index, for idf
 
+  // A query in the index's spelling, read as text, not as lunr's query syntax: an exponent the
+  // index writes raised (n^2, QK^T → n², qkᵀ; searchindex.py: SUPERSCRIPT; lunr reads ^ as a boost
+  // and loses an escaped one, so any other ^ is a space), β2 as β₂, -inf with the minus sign the
+  // index has, a leading - or + as part of the value (lunr reads them as "without" and "with"),
+  // : and ~ as spaces (lunr's field and fuzziness).
+  const RAISED = "0123456789+-=()nTti", RAISED_AS = "⁰¹²³⁴⁵⁶⁷⁸⁹⁺⁻⁼⁽⁾ⁿᵀᵀⁱ";
+  const raise = (s) => [...s].map((c) => RAISED_AS[RAISED.indexOf(c)]).join("");
+  const spelled = (query) => query
+    .replace(/\^(?:\{([0-9+\-=()nTti]+)\}|([0-9]+|[ni](?![A-Za-z])|[Tt](?![a-z])))/g, (_, a, b) => raise(a ?? b))
+    .replace(/\^/g, " ")
+    .replace(/([α-ω])([0-9])(?![0-9])/g, (_, g, d) => g + String.fromCharCode(0x2080 + Number(d)))
+    .replace(/-(?=inf|∞)/g, "−")
+    .replace(/(^|\s)[-+]+(?=\S)/g, "$1")
+    .replace(/[:~]/g, " ");
+
   self.addEventListener("message", (event) => {
     if (event.data && event.data.type === 0) size = event.data.data.docs.length;
+    if (event.data && event.data.type === 2 && typeof event.data.data === "string") event.data.data = spelled(event.data.data);
   });
 
   // {query word: [times in the title, times in the text]} from lunr's match data, counting each

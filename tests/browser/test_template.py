@@ -307,6 +307,29 @@ def test_search_ranks_the_section_that_explains_first(chromium_browser, site_url
     assert best == sorted(best, reverse=True) and len(best) == 3, (order, best)
 
 
+def test_search_reads_a_query_as_a_reader_types_it(chromium_browser, site_url):
+    """The shipped worker, on a made-up index: a Han run is searched word by word past a character
+    the index lacks (啥) and up to its last character (写), where Material's segmenter kept 为 alone
+    and dropped the last one; a formula typed in ASCII meets the index's spelling (n^2 → n², QK^T →
+    qkᵀ, β2 → β₂) instead of lunr's query syntax (^ a boost, a leading - "without")."""
+    docs = [
+        _entry("a/", "甲", ""), _entry("a/#parallel", "并行 训练", "可以 并行 的 训练"),
+        _entry("b/", "乙", ""), _entry("b/#write", "循环", "怎么 写"),
+        _entry("c/", "丙", ""), _entry("c/#square", "复杂度", "O(n²) 与 softmax(QKᵀ/√d_k)"),
+        _entry("d/", "丁", ""), _entry("d/#beta", "取 0.98", "Adam 的 β₂"),
+        _entry("e/", "戊", ""), _entry("e/#mask", "掩码", "填 −inf 的 位置"),
+        _entry("f/", "己", ""), _entry("f/#n", "n 与 QK", "n 个 位置 的 QK 与 β"),
+    ]
+    queries = {"为啥不能并行训练": "a/#parallel", "循环写": "b/#write", "n^2": "c/#square", "QK^T": "c/#square",
+               "β2": "d/#beta", "-inf": "e/#mask"}
+    with opened(chromium_browser, site_url) as page:
+        results = search_with_worker(page, list(queries), docs)
+    words = {q: {m for group in groups for item in group for m in marks(item)} for q, groups in results.items()}
+    assert {"并行", "训练"} <= words["为啥不能并行训练"] and "写" in words["循环写"], words
+    first = {q: groups[0][0]["location"] if groups else None for q, groups in results.items()}
+    assert first == queries
+
+
 # ---------------------------------------------------------------------------- first visit
 
 

@@ -18,7 +18,8 @@ from sitebuild.config import load, nav_pages
 from mkdocs.exceptions import PluginError
 
 from sitebuild.hooks.searchindex import (LANDING_OVERVIEW, PAGE_BOOST, RANKING, RESTATING, SECTION_BOOST, SPELLINGS,
-                                         _page_key, _under, clean_entry, glossary_homes, patch_worker, tex_to_text)
+                                         _page_key, _under, clean_entry, glossary_homes, joined_terms, patch_worker,
+                                         tex_to_text)
 from tests.support.search import load_queries, raw_markup
 from tests.support.sections import DOCS
 from tools.search_eval import QUERIES as SEARCH_EVAL
@@ -103,7 +104,11 @@ def test_clean_entry():
     spellings (hidden); a claim entry is boosted down and gets none."""
     entry = clean_entry({"location": "chapters/x/#kv", "title": "KV \u200b缓存\u200b ¶",
                          "text": "<p>\u200b大小\u200b \\(2Ntd\\) \u200b字节</p>"})
-    assert entry["title"] == "KV 缓存<span hidden> kv缓存 KV cache 键值缓存</span>"
+    assert entry["title"] == "KV 缓存<span hidden> kv缓存 KV cache 键值缓存 kvcache</span>"
+    # a term of Latin words in a chapter heading is indexed joined, as readers type it
+    joined = clean_entry({"location": "chapters/x/#ln", "title": "Post-LN 与 Pre-LN：top-k 的 warm up", "text": ""})
+    assert joined["title"].endswith("<span hidden> postln preln topk warmup</span>"), joined["title"]
+    assert joined_terms("scaled dot-product attention") == []  # joined, longer than a term readers type
     assert entry["text"] == "<p>大小 2Ntd 字节</p>" and "boost" not in entry
     claim = clean_entry({"location": "verification/#ch01-kv", "title": "KV 缓存 \\(d_{kv}\\)", "text": ""})
     assert claim == {"location": "verification/#ch01-kv", "title": "KV 缓存 d_kv", "text": "",
