@@ -125,7 +125,8 @@ SYMBOLS = {
     "geq": "≥", "ne": "≠", "neq": "≠", "approx": "≈", "sim": "~", "simeq": "≃", "equiv": "≡",
     "propto": "∝", "ll": "≪", "gg": "≫", "in": "∈", "notin": "∉", "subset": "⊂",
     "subseteq": "⊆", "cup": "∪", "cap": "∩", "to": "→", "rightarrow": "→", "leftarrow": "←",
-    "Rightarrow": "⇒", "Leftarrow": "⇐", "iff": "⇔", "implies": "⇒", "mapsto": "↦",
+    "Rightarrow": "⇒", "Longrightarrow": "⇒", "perp": "⊥", "bigcup": "∪", "bmod": "mod",
+    "blacksquare": "∎", "Leftarrow": "⇐", "iff": "⇔", "implies": "⇒", "mapsto": "↦",
     "longrightarrow": "→", "infty": "∞", "sum": "Σ", "prod": "Π", "int": "∫", "partial": "∂",
     "nabla": "∇", "odot": "⊙", "otimes": "⊗", "oplus": "⊕", "circ": "∘", "ast": "*",
     "star": "⋆", "ell": "ℓ", "dots": "…", "ldots": "…", "cdots": "⋯", "vdots": "⋮",
@@ -249,6 +250,8 @@ class _TeX:
             if name == "begin" and self.i < len(self.s) and self.s[self.i] == "{":
                 self.argument()  # array column spec
             return " "
+        if name == "xrightarrow":  # an arrow labelled above: h_1 →(W_hh) h_2
+            return f"→{_group(self.argument())} "
         if name == "mathbb":
             arg = self.argument()
             return BLACKBOARD.get(arg, arg)

@@ -94,6 +94,7 @@ def test_search_index_is_prose(built_site):
     (r"0.9^{100}", "0.9¹⁰⁰"),
     (r"\mathbb{R}^{n\times d}", "ℝ^(n× d)"),
     (r"\begin{aligned} a &= b \\ c &= d \end{aligned}", "a = b ; c = d"),
+    (r"h_1\xrightarrow{W_{hh}}h_2\perp x", "h_1→W_hh h_2⊥ x"),
 ])
 def test_tex_to_text(tex, text):
     assert tex_to_text(tex) == text
