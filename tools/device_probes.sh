@@ -42,7 +42,7 @@ wants() { case " ${STEPS:-tests ch01 ch12 ch13} " in *" $1 "*) return 0 ;; *) re
 
 wants ch13 && step 45 "$PY" -m snippets.probes.long_context --device "$DEVICE" --preset "$PRESET" --no-progress
 wants ch12 && step 120 "$PY" -m snippets.probes.inference --device "$DEVICE" --preset "$PRESET" --no-progress
-wants ch01 && step "${CH01_LIMIT:-150}" "$PY" -m snippets.probes --device "$DEVICE" --preset "$PRESET" --no-progress
+wants ch01 && step "${CH01_LIMIT:-400}" "$PY" -m snippets.probes --device "$DEVICE" --preset "$PRESET" --no-progress
 if [ "$DEVICE" = cuda ] && wants tests; then
   step 90 "$PY" -m pytest -q --noconftest -p no:cacheprovider -rs \
     tests/probes/test_probes_cli.py::test_cuda_walltime_tiny tests/probes/test_probes_memory.py

@@ -30,7 +30,7 @@
     .replace(/\^(?:\{([0-9+\-=()nTti]+)\}|([0-9]+|[ni](?![A-Za-z])|[Tt](?![a-z])))/g, (_, a, b) => raise(a ?? b))
     .replace(/\^/g, " ")
     .replace(/([α-ω])([0-9])(?![0-9])/g, (_, g, d) => g + String.fromCharCode(0x2080 + Number(d)))
-    .replace(/-(?=inf|∞)/g, "−")
+    .replace(/-(?=(?:inf|∞)(?![A-Za-z]))/g, "−")
     .replace(/(^|\s)[-+]+(?=\S)/g, "$1")
     .replace(/[:~]/g, " ");
 

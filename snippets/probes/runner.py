@@ -45,7 +45,7 @@ def _cpu_walltime(n_att, n_rec, n_conv, ds, *, repeats, target_s, retry, seq_ste
 
 
 def _cuda_walltime(n_att, n_rec, ds, *, repeats, target_s, sdpa_sizes, n_rec_fixed=256):
-    # 循环层逐步走 Python 循环，GPU 上每步受启动开销支配（约 0.1 ms 以上）：它们的尺寸决定总用时
+    # 循环层逐步走 Python 循环，GPU 上每一步都受内核启动开销支配：它们的尺寸决定总用时
     n_layers = {**{k: {"batch": 8, "d": 64, "sizes": n_att} for k in _ATT},
                 "restricted": {"batch": 8, "d": 256, "sizes": n_att},
                 **{k: {"batch": 16, "d": 256, "sizes": n_rec} for k in _REC},

@@ -285,11 +285,11 @@ def render_sdpa_backends(results: list[dict], out_dir: Path) -> None:
             by_n = {x["n"]: x for x in rows if (x["backend"], x["dtype"]) == key}
             cells = [_unavailable(x["error"]) if x.get("error") else
                      f"{x['tflops']:.0f}（{x['fraction_of_bf16_matmul']:.0%}）" for x in (by_n[n] for n in ns)]
-            lines.append(f"| {key[0]} · {SHORT_DTYPE[key[1]]} | " + " | ".join(cells) + " |")
+            lines.append(f"| {key[0]} · {SHORT_DTYPE.get(key[1], key[1])} | " + " | ".join(cells) + " |")
         x = rows[0]
         parts.append(f"**SDPA 各后端的前向吞吐** · {device_label(r)}：TFLOP/s（按 4·B·h·n²·d 计），括号里是占 bfloat16 "
                      f"稠密矩阵乘法上限的比例；列是序列长度 n；batch {x['batch']} × {x['heads']} 头 × 头维 {x['head_dim']}，"
-                     f"`torch.nn.attention.sdpa_kernel` 指定后端，每点 {len(x.get('samples_s') or [])} 轮的中位数。"
+                     f"`torch.nn.attention.sdpa_kernel` 指定后端，每点 {max(len(y.get('samples_s') or []) for y in rows)} 轮的中位数。"
                      f"矩阵乘法上限：{ceil}。\n\n" + "\n".join(lines) + "\n\n" + md_caption(r))
     write_text(out_dir, name, "\n\n".join(parts) + "\n")
 
