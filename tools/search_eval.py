@@ -198,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     rows = [{"q": q["q"], "split": split(q["q"]), "want": q["want"], "rank": rank(found[q["q"]], q["want"]),
              "rank_folded": rank(FOLDED.get(q["q"], found[q["q"]]), q["want"]), "got": found[q["q"]][:5]}
             for q in spec]
-    result = {"engine": args.engine, "queries_file": args.queries.name, "top": TOP, "depth": DEPTH, "summary": summary(rows), "queries": rows}
+    result = {"engine": args.engine, "queries_file": args.queries.name, "top": TOP, "depth": DEPTH,
+              "summary": summary(rows), "queries": rows}
     if args.engine == "pagefind":
         result["layout"] = args.layout
     if MARKS:
@@ -206,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     OUT.mkdir(exist_ok=True)
     suffix = "" if args.queries == QUERIES else f"-{args.queries.stem}"
     (OUT / f"search-eval-{args.engine}{suffix}.json").write_text(json.dumps(result, ensure_ascii=False, indent=1),
-                                                         encoding="utf-8")
+                                                                 encoding="utf-8")
     for half, s in result["summary"].items():
         print(f"{args.engine:8} {half:4}  n={s['n']:3}  recall@3 {s['recall@3']:.1%}  MRR@10 {s['mrr@10']:.3f}"
               f"  recall@3 (folded too) {s['recall@3 (folded too)']:.1%}")

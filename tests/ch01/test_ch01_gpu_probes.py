@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from snippets.probes.facts import closed_form
 from snippets.probes.results import KIND
 from tests.support.committed import check_device_files, one_file
 from tests.support.pages import CH01, assert_states
@@ -47,7 +48,8 @@ def test_gpu_n_exponents_keep_two_groups(gpu):
     assert len(quadratic) >= 6 and len(linear) >= 12  # enough fits for the sentence to mean something
     assert all(1.7 <= v < 2.005 for v in quadratic), quadratic  # 2.0 as the page rounds it
     assert all(0.65 <= v <= 1.1 for v in linear), linear
-    assert_states(PAGE, "在1.7到2.0之间", "在0.65到1.1之间", "5轮交错测量的中位数")
+    assert "H200" in gpu["provenance"]["device"]["name"] and gpu["probes"]["walltime"]["plan"]["repeats"] == 5
+    assert_states(PAGE, "NVIDIA H200：一次运行", "在1.7到2.0之间", "在0.65到1.1之间", "5轮交错测量的中位数")
 
 
 @pytest.mark.claim("ch01-gpu-recurrent-d", paper="§4 (表 1，顺序操作)", results="results/cuda-nvidia-h200.json",
@@ -58,12 +60,15 @@ def test_gpu_recurrent_time_does_not_follow_d(gpu):
     rows = [s for s in series(gpu, "d") if s["layer"] in RECURRENT]
     assert len(rows) == 12 and {s["fixed"]["n"] for s in rows} == {128} and {s["batch"] for s in rows} == {8}
     for s in rows:
+        assert s["floor"]["size"] == 1
         for p in s["points"]:
             if p["d"] <= 2048:
                 assert 0.9 <= p["median_s"] / s["floor"]["median_s"] <= 1.25, (s["layer"], s["dtype"], s["mode"], p["d"])
                 assert p["overhead_dominated"] is True
         assert s["fit"]["slope"] is None  # hence 「—」 in 表 1's GPU d columns
-    assert s["floor"]["size"] == 1 and 2048 ** 2 > 4e6  # 「四百万倍」: the d² of the closed form
+        # 「四百万倍」: the closed form's FLOPs from d = 1 to d = 2048
+        grew = closed_form(s["layer"], 128, 2048, s["mode"]) / closed_form(s["layer"], 128, 1, s["mode"])
+        assert 4e6 <= grew < 5e6, (s["layer"], s["mode"], grew)
     assert_states(PAGE, "d从1增到2048", "四百万倍", "0.9到1.25倍之间", "n=128、batch8")
 
 
