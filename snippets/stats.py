@@ -113,6 +113,33 @@ def t_interval(values, confidence=0.95):
 # --8<-- [end:t-interval]
 
 
+# --8<-- [start:summary]
+@dataclass(frozen=True)
+class SeedSummary:
+    """一个量在若干种子上的值：均值、最小、最大、均值的 t 区间（≥ 2 个种子时）。"""
+    values: tuple
+    mean: float
+    min: float
+    max: float
+    interval: tuple | None
+
+    @property
+    def n(self):
+        return len(self.values)
+
+
+def summarize(values, confidence=0.95):
+    """逐种子的值 → `SeedSummary`。表格里写「均值（最小–最大）」，图里画每个种子的点或误差棒。"""
+    x = tuple(float(v) for v in values)
+    if not x:
+        raise ValueError("values is empty: a summary needs at least one seed")
+    if not all(math.isfinite(v) for v in x):
+        raise ValueError(f"values must be finite: {x}")
+    interval = t_interval(x, confidence) if len(x) >= 2 else None
+    return SeedSummary(x, sum(x) / len(x), min(x), max(x), interval)
+# --8<-- [end:summary]
+
+
 # --8<-- [start:compare]
 @dataclass(frozen=True)
 class SeedComparison:

@@ -12,7 +12,7 @@ import pytest
 
 from snippets.stats import (
     VERDICTS, bleu_paired_bootstrap, bootstrap_mean_interval, compare_seeds, describe, t_interval,
-    t_quantile,
+    summarize, t_quantile,
 )
 
 
@@ -172,3 +172,14 @@ def test_bleu_bad_input():
 
 
 
+
+
+def test_summarize_reports_the_range_and_the_interval():
+    s = summarize([1.0, 2.0, 3.0, 2.0])
+    assert (s.n, s.mean, s.min, s.max) == (4, 2.0, 1.0, 3.0)
+    assert s.interval == pytest.approx(t_interval([1.0, 2.0, 3.0, 2.0]))
+    assert summarize([5.0]).interval is None
+    with pytest.raises(ValueError, match="empty"):
+        summarize([])
+    with pytest.raises(ValueError, match="finite"):
+        summarize([1.0, float("inf")])
