@@ -201,13 +201,12 @@ def compare_seeds(a, b, seeds=None, confidence=0.95, resolution=0.0):
 
 
 # --8<-- [start:describe]
-def describe(c, unit="", digits=1):
-    """一句话写出比较结果：平均差、区间、几个种子同向、结论。"""
+def describe(c, unit="", digits=1, scale=1.0):
+    """一句话写出比较结果：平均差、区间、几个种子同向、结论。scale=100 把比例写成百分点。"""
     lo, hi = c.interval
-    fmt = f"{{:+.{digits}f}}"
-    interval = "区间无法估计（只有 1 个种子）" if c.n == 1 else \
-        f"95% 区间 [{fmt.format(lo)}, {fmt.format(hi)}]{unit}"
-    return (f"平均差 {fmt.format(c.mean_difference)}{unit}，{interval}，"
+    num = lambda x: f"{x * scale:+.{digits}f}"               # noqa: E731
+    interval = "区间无法估计（只有 1 个种子）" if c.n == 1 else f"95% 区间 [{num(lo)}, {num(hi)}]{unit}"
+    return (f"平均差 {num(c.mean_difference)}{unit}，{interval}，"
             f"{c.n} 个种子中 {c.n_agree} 个同向：{c.verdict}")
 # --8<-- [end:describe]
 

@@ -13,6 +13,7 @@ from sitebuild.hooks import claimanchors
 from sitebuild.hooks.contentblocks import PAINT_ID
 from sitebuild.config import nav_pages
 from tests.support.build import ROOT
+from tests.support.sections import DOCS
 
 ID = re.compile(r'\bid="([^"]+)"')
 MAP = re.compile(r"<script>\(function\(\)\{var m=\{\},t=(\{.*?\});for")
@@ -106,3 +107,14 @@ def test_badges_are_numbered_across_a_chapters_pages(tmp_path):
     assert starts == [0, 0, 1, 3]
     _, badges = claimanchors.page_badges("chapters/01-x/b.md", docs, claimanchors.start_counts(srcs, srcs[3], docs))
     assert [b.anchor for b in badges] == ["claim-ch01-c03-4"]
+
+
+def test_every_experiments_page_links_how_to_read_it():
+    """Each chapter's 代码与实验 page links 「怎样读本书的实验」 from its experiment section."""
+    missing = []
+    for page in sorted(DOCS.glob("chapters/*/code.md")):
+        text = page.read_text(encoding="utf-8")
+        experiments = text[text.find("\n## 实验"):]
+        if "](../../reading-experiments.md)" not in experiments:
+            missing.append(page.parent.name)
+    assert missing == []
