@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from snippets.attention import MultiHeadAttention, scaled_dot_product_attention
+from snippets.attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
 from snippets.positional import (PositionalSelfAttention, alibi_bias, alibi_slopes, apply_rope, apply_rope_half,
                                  interleaved_to_half, pe_offset_matrix, rope_frequencies, rotate_half,
                                  scaled_rope_frequencies, sinusoidal_positional_encoding, yarn_mscale)
@@ -391,3 +391,140 @@ def test_context_extension_frequencies():
     scaled = (yarn_mscale(s) * apply_rope(q, theta=yarn)) @ (yarn_mscale(s) * apply_rope(k, theta=yarn)).T
     assert torch.allclose(scaled, base_scores * yarn_mscale(s) ** 2, rtol=1e-12)
     assert_states(ROPE_PAGE, "约40890", "约1.1386", "约1.2965")
+
+
+# ---------- devices, dtypes and the angle's precision ----------
+
+def test_every_tensor_follows_the_inputs_device():
+    """On PyTorch's meta device: frequencies, angles, slopes, biases and the attention's masks are made there."""
+    x = torch.empty(2, 3, 5, 8, device="meta")
+    for rope in (apply_rope, apply_rope_half):
+        out = rope(x)
+        assert out.device.type == "meta" and out.shape == x.shape and out.dtype == x.dtype
+        assert rope(x, positions=torch.arange(5) + 100, theta=rope_frequencies(8, dtype=F64)).device.type == "meta"
+    assert rope_frequencies(8, device="meta").device.type == "meta"
+    assert alibi_slopes(12, device="meta").device.type == "meta"
+    assert alibi_slopes(12).device.type == "cpu"                         # 默认 device=None：CPU
+    assert alibi_bias(4, 5, device="meta").shape == (4, 5, 5) and alibi_bias(4, 5, "meta").device.type == "meta"
+    q = torch.empty(2, 5, 8, device="meta")
+    key_mask = torch.ones(2, 1, 5, dtype=torch.bool, device="meta")
+    for position in ("none", "rope", "alibi"):
+        attn = PositionalSelfAttention(8, 2, position).to("meta")
+        out, w = attn(q, q, q, mask=key_mask)
+        assert out.device.type == w.device.type == "meta" and out.shape == (2, 5, 8) and w.shape == (2, 2, 5, 5)
+        cache = KVCache()
+        attn(q, q, q, cache=cache)
+        out, w = attn(q[:, :1], q[:, :1], q[:, :1], cache=cache)          # 第 6 个位置：缓存也在 meta 上
+        assert out.device.type == "meta" and w.shape == (2, 2, 1, 6)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float64])
+def test_outputs_keep_the_inputs_dtype(dtype):
+    x = torch.randn(2, 7, 16, generator=gen(5)).to(dtype)
+    assert apply_rope(x).dtype == apply_rope_half(x).dtype == dtype
+    assert apply_rope(x, theta=scaled_rope_frequencies(16, 1e4, "yarn", 4.0)).dtype == dtype
+    for position in ("rope", "alibi"):
+        attn = PositionalSelfAttention(16, 4, position).to(dtype)
+        out, w = attn(x, x, x)
+        assert out.dtype == w.dtype == dtype and not out.isnan().any()
+
+
+@pytest.mark.claim("ch07-rope-angle-precision", paper="RoFormer (Su et al. 2021)",
+                   title="为什么在 float64 里算 RoPE 的角度",
+                   text="bf16 存不下位置本身：5000 存成 4992、100003 存成 99840，θ_0 = 1 的那一对角度差 8 与 163 弧度；"
+                        "float32 的 θ 乘 float32 的位置，在位置 10⁶ 处 64 对频率里角度最大差约 0.05 弧度。"
+                        "apply_rope 在 float64 里算角度，bf16、float32 的输出只差最后的舍入")
+def test_rope_angles_are_computed_in_float64():
+    bf16, f32 = torch.bfloat16, torch.float32
+    assert torch.finfo(bf16).eps * 4096 == 32                           # 8 位有效数字：4096–8192 之间的间距
+    for pos, stored in ((5000, 4992), (100003, 99840)):
+        assert torch.tensor(float(pos), dtype=bf16).item() == stored     # θ_0 = 1：角度差 pos − stored 弧度
+    assert (5000 - 4992, 100003 - 99840) == (8, 163)
+    d, pos = 128, 10**6
+    exact = pos * rope_frequencies(d, dtype=F64)                         # (64,)，float64：误差约 1e-10
+    fp32 = (torch.tensor(float(pos), dtype=f32) * rope_frequencies(d, dtype=f32)).double()
+    err32 = (fp32 - exact).abs().max().item()
+    assert round(err32, 2) == 0.05
+    # apply_rope 的输出：与全程 float64 的结果只差输出 dtype 的舍入；在输入 dtype 里算角度就差得远
+    x = torch.randn(4, 1, d, generator=gen(6), dtype=F64)
+    positions = torch.tensor([pos])
+    ref = apply_rope(x, positions)                                      # 全程 float64
+    for dtype, ours_tol, naive_min in ((f32, 1e-5, 1e-2), (bf16, 0.05, 0.5)):
+        xd = x.to(dtype)
+        ours = apply_rope(xd, positions).double()
+        assert (ours - ref).abs().max().item() < ours_tol * ref.abs().max().item()
+        angle = positions.to(dtype)[:, None] * rope_frequencies(d, dtype=dtype)[None, :]  # 在输入 dtype 里算
+        naive = torch.empty_like(xd)
+        naive[..., 0::2] = xd[..., 0::2] * angle.cos() - xd[..., 1::2] * angle.sin()
+        naive[..., 1::2] = xd[..., 0::2] * angle.sin() + xd[..., 1::2] * angle.cos()
+        assert (naive.double() - ref).abs().max().item() > naive_min
+    assert_states(CH07 + "code.md", "相邻两个数差32", "4992", "99840", "8弧度和163弧度", "约0.05弧度")
+
+
+
+def test_rope_theta_must_have_d_over_2_entries():
+    with pytest.raises(ValueError, match=r"theta .*\(3,\).*x \(5, 8\)"):
+        apply_rope(torch.randn(5, 8), theta=torch.ones(3))
+    with pytest.raises(ValueError, match=r"theta"):
+        apply_rope_half(torch.randn(5, 8), theta=torch.ones(1))              # (1,) 会悄悄广播，必须拒绝
+
+# ---------- PositionalSelfAttention: mask and cache ----------
+
+@pytest.mark.parametrize("position", ["none", "rope", "alibi"])
+def test_positional_attention_honours_a_padding_mask(position):
+    """Left padding with a key mask gives the unpadded sequence's outputs (RoPE and ALiBi see only offsets);
+    "none" equals MultiHeadAttention with causal & mask; a fully masked query row is zeros, not NaN."""
+    torch.manual_seed(0)
+    d, n, pad = 16, 7, 3
+    attn = PositionalSelfAttention(d, 4, position).double()
+    x = torch.randn(1, n, d, generator=gen(7), dtype=F64)
+    padded = torch.cat([torch.randn(1, pad, d, generator=gen(8), dtype=F64), x], dim=1)  # (1, pad + n, d)
+    key_ok = (torch.arange(pad + n) >= pad)[None, None, :]               # (1, 1, pad + n)：前 pad 个是填充
+    out, w = attn(padded, padded, padded, mask=key_ok)
+    alone, _ = attn(x, x, x)
+    if position != "none":                                              # 只看偏移：去掉填充后与单独算相同
+        assert (out[:, pad:] - alone).abs().max().item() < 1e-12
+    assert torch.equal(out[:, :pad], attn.w_o.bias.expand(1, pad, d))   # 填充的查询整行被遮：输出 0 再过 w_o
+    assert torch.equal(w[:, :, :pad], torch.zeros_like(w[:, :, :pad])) and not w.isnan().any()
+    assert w[..., :pad].abs().max().item() == 0.0                        # 没有权重落在填充的键上
+    ref = MultiHeadAttention(d, 4).double()
+    ref.load_state_dict(attn.state_dict())
+    if position == "none":
+        causal = torch.ones(pad + n, pad + n, dtype=torch.bool).tril()
+        out_ref, w_ref = ref(padded, padded, padded, mask=causal & key_ok)
+        assert (out - out_ref).abs().max().item() < 1e-12 and (w - w_ref).abs().max().item() < 1e-12
+    per_head = key_ok[:, None].expand(1, 4, pad + n, pad + n)             # 4 维 (batch, h, n, n) 掩码同样可用
+    assert torch.equal(attn(padded, padded, padded, mask=per_head)[0], out)
+
+
+@pytest.mark.parametrize("position", ["none", "rope", "alibi"])
+def test_positional_attention_with_a_cache_equals_the_full_pass(position):
+    """Feeding the sequence in pieces through a KVCache (RoPE positions offset, ALiBi distances from the
+    cached length) gives the full causal pass; a static (cross-attention) cache is refused."""
+    torch.manual_seed(0)
+    d, n = 16, 9
+    attn = PositionalSelfAttention(d, 4, position).double()
+    x = torch.randn(2, n, d, generator=gen(9), dtype=F64)
+    full, w_full = attn(x, x, x)
+    for pieces in ([1] * n, [4, 1, 3, 1]):
+        cache, outs, start = KVCache(), [], 0
+        for size in pieces:
+            step = x[:, start:start + size]
+            out, w = attn(step, step, step, cache=cache)
+            assert w.shape == (2, 4, size, start + size)
+            assert (w - w_full[:, :, start:start + size, :start + size]).abs().max().item() < 1e-12
+            outs.append(out)
+            start += size
+        assert cache.length == n
+        assert (torch.cat(outs, dim=1) - full).abs().max().item() < 1e-12
+    with pytest.raises(NotImplementedError, match="cache"):
+        attn(x, x, x, cache=KVCache(static=True))
+    with pytest.raises(ValueError, match=r"key must have as many positions as query.*key \(2, 4, 16\)"):
+        attn(x, x[:, :4], x[:, :4])
+    cache = KVCache()
+    attn(x[:, :3], x[:, :3], x[:, :3], cache=cache)
+    step = x[:, 3:4]
+    assert attn(step, step, step, mask=torch.ones(2, 1, 4, dtype=torch.bool), cache=cache)[1].shape == (2, 4, 1, 4)
+    with pytest.raises(ValueError, match=r"mask \(2, 1, 3\) cannot broadcast to \(2, 1, 5\)"):  # 最后一维是 t = 缓存 + n
+        attn(step, step, step, mask=torch.ones(2, 1, 3, dtype=torch.bool), cache=cache)
+
