@@ -1,5 +1,5 @@
 """第 07 章「位置编码：从正弦到 RoPE」：正弦编码与它的偏移矩阵 M_k、RoPE（两种配对）、ALiBi、
-上下文扩展（PI、NTK-aware、YaRN）的频率，以及一个带 RoPE/ALiBi 的因果自注意力。测试：tests/ch07/。
+上下文扩展（PI、NTK-aware、YaRN、Llama 3.1）的频率，以及一个带 RoPE/ALiBi 的因果自注意力。测试：tests/ch07/。
 
 页面先引入 snippets/checks.py 的 imports、checks 小节（输入检查 _check_tensor），讲注意力的页面还引入
 snippets/attention.py 的小节（含 checks）；本文件的小节按名字使用 _check_tensor、MultiHeadAttention、
@@ -181,26 +181,53 @@ def alibi_bias(n_heads: int, n: int, device: torch.device | str | None = None) -
 
 # --8<-- [start:context-extension]
 def scaled_rope_frequencies(d: int, base: float, method: str, factor: float, original_len: int = 4096,
-                            alpha: float = 1.0, beta: float = 32.0) -> torch.Tensor:
-    """上下文扩展后的 RoPE 角频率 θ'_i，返回 (d/2,)（float64）。factor = s = 新长度 / 原长度。
+                            alpha: float = 1.0, beta: float = 32.0, *, ramp: str = "rotations",
+                            low_freq_factor: float = 1.0, high_freq_factor: float = 4.0,
+                            device: torch.device | str | None = None) -> torch.Tensor:
+    """上下文扩展后的 RoPE 角频率 θ'_i，返回 (d/2,)（float64，放在 device 上）。factor = s = 新长度 / 原长度，
+    original_len = L 是原来的训练长度。每种方法只读自己的参数：
 
-    "pi"   位置插值：θ'_i = θ_i / s（等价于把位置 m 换成 m/s）
-    "ntk"  NTK-aware：不动位置，换底数 base' = base · s^(d/(d−2))
-    "yarn" YaRN 的 NTK-by-parts：r_i = L/λ_i 是第 i 对在原长度 L 内转过的圈数，
-           γ = clamp((r − α)/(β − α), 0, 1)，θ'_i = (1 − γ)·θ_i/s + γ·θ_i
+    "pi"     位置插值：θ'_i = θ_i / s（等价于把位置 m 换成 m/s）
+    "ntk"    NTK-aware：不动位置，换底数 base' = base · s^(d/(d−2))
+    "yarn"   YaRN 的 NTK-by-parts：θ'_i = (1 − γ_i)·θ_i/s + γ_i·θ_i，γ 从 0（除以 s）升到 1（不动）。
+             r_i = L/λ_i 是第 i 对在原长度 L 内转过的圈数。ramp 选 γ 怎样上升：
+             "rotations"（论文的公式）γ = clamp((r − α)/(β − α), 0, 1)，在圈数 r 上线性；
+             "index"（官方代码、Hugging Face、vLLM）先求 r = β、r = α 落在第几对：
+             i(r) = d·ln(L/(2π r)) / (2·ln base)，取 low = ⌊i(β)⌋、high = ⌈i(α)⌉，
+             γ = 1 − clamp((i − low)/(high − low), 0, 1)，在维度对的编号 i 上线性。
+    "llama3" Llama 3.1（Hugging Face 的 rope_type="llama3"）：波长 λ_i < L/high_freq_factor 的不动，
+             λ_i > L/low_freq_factor 的除以 s，中间 γ = (L/λ_i − low)/(high − low)。L/λ_i 就是 r_i，
+             所以这是论文的 YaRN 斜坡，α = low_freq_factor、β = high_freq_factor（不乘温度系数）。
     """
     if factor < 1:
         raise ValueError(f"factor must be >= 1, got factor={factor}")
-    theta = rope_frequencies(d, base, torch.float64)                    # (d/2,)
+    if method not in ("pi", "ntk", "yarn", "llama3"):
+        raise ValueError(f"method must be 'pi', 'ntk', 'yarn' or 'llama3', got method={method!r}")
+    if ramp not in ("rotations", "index"):
+        raise ValueError(f"ramp must be 'rotations' or 'index', got ramp={ramp!r}")
+    if ramp != "rotations" and method != "yarn":
+        raise ValueError(f"ramp={ramp!r} applies only to method='yarn', got method={method!r}")
+    theta = rope_frequencies(d, base, torch.float64, device)            # (d/2,)
     if method == "pi":
         return theta / factor
     if method == "ntk":
-        return rope_frequencies(d, base * factor ** (d / (d - 2)), torch.float64)
-    if method == "yarn":
+        return rope_frequencies(d, base * factor ** (d / (d - 2)), torch.float64, device)
+    if method == "llama3":
+        alpha, beta = low_freq_factor, high_freq_factor                 # λ > L/low ⇔ r < low；λ < L/high ⇔ r > high
+    if not alpha < beta:
+        raise ValueError(f"the ramp needs alpha < beta (llama3: low_freq_factor < high_freq_factor), "
+                         f"got {alpha} and {beta} for method={method!r}")
+    if ramp == "rotations":
         rotations = original_len * theta / (2 * math.pi)                # r_i = L / λ_i，λ_i = 2π/θ_i
         gamma = ((rotations - alpha) / (beta - alpha)).clamp(0.0, 1.0)  # 转得多（高频）-> 1：不动
-        return (1 - gamma) * theta / factor + gamma * theta
-    raise ValueError(f"method must be 'pi', 'ntk' or 'yarn', got method={method!r}")
+    else:
+        def pair_index(r: float) -> float:                              # 在原长度里转 r 圈的是第几对
+            return d * math.log(original_len / (2 * math.pi * r)) / (2 * math.log(base))
+        low = max(math.floor(pair_index(beta)), 0)                      # 编号 ≤ low：转得多，不动
+        high = min(math.ceil(pair_index(alpha)), d - 1)                 # 编号 ≥ high：转不满，除以 s
+        i = torch.arange(d // 2, dtype=torch.float64, device=device)    # (d/2,)
+        gamma = 1 - ((i - low) / max(high - low, 1e-3)).clamp(0.0, 1.0)  # high = low 时同官方代码加 0.001
+    return (1 - gamma) * theta / factor + gamma * theta
 
 
 def yarn_mscale(factor: float) -> float:

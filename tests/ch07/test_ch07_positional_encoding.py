@@ -406,6 +406,9 @@ def test_every_tensor_follows_the_inputs_device():
     assert alibi_slopes(12, device="meta").device.type == "meta"
     assert alibi_slopes(12).device.type == "cpu"                         # 默认 device=None：CPU
     assert alibi_bias(4, 5, device="meta").shape == (4, 5, 5) and alibi_bias(4, 5, "meta").device.type == "meta"
+    for method in ("pi", "ntk", "yarn", "llama3"):
+        assert scaled_rope_frequencies(8, 1e4, method, 2.0, device="meta").device.type == "meta"
+    assert scaled_rope_frequencies(8, 1e4, "yarn", 2.0, ramp="index", device="meta").device.type == "meta"
     q = torch.empty(2, 5, 8, device="meta")
     key_mask = torch.ones(2, 1, 5, dtype=torch.bool, device="meta")
     for position in ("none", "rope", "alibi"):
@@ -528,3 +531,98 @@ def test_positional_attention_with_a_cache_equals_the_full_pass(position):
     with pytest.raises(ValueError, match=r"mask \(2, 1, 3\) cannot broadcast to \(2, 1, 5\)"):  # 最后一维是 t = 缓存 + n
         attn(step, step, step, mask=torch.ones(2, 1, 3, dtype=torch.bool), cache=cache)
 
+
+# ---------- context extension: the YaRN ramps and Llama 3.1 ----------
+
+def deployed_yarn(d, base, factor, original_len, beta_fast=32.0, beta_slow=1.0):
+    """Hugging Face `_compute_yarn_parameters` (modeling_rope_utils.py), the official YaRN code
+    (jquesnelle/yarn, find_correction_range / linear_ramp_mask) and vLLM, transcribed in float64."""
+    def find_correction_dim(num_rotations):
+        return (d * math.log(original_len / (num_rotations * 2 * math.pi))) / (2 * math.log(base))
+    low = max(math.floor(find_correction_dim(beta_fast)), 0)
+    high = min(math.ceil(find_correction_dim(beta_slow)), d - 1)
+    if low == high:
+        high += 0.001
+    ramp = torch.clamp((torch.arange(d // 2, dtype=F64) - low) / (high - low), 0, 1)
+    pos_freqs = base ** (torch.arange(0, d, 2, dtype=F64) / d)
+    extrapolation, interpolation = 1.0 / pos_freqs, 1.0 / (factor * pos_freqs)
+    extrapolation_factor = 1 - ramp
+    return interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor
+
+
+def deployed_llama3(d, base, factor, low_freq_factor, high_freq_factor, old_context_len):
+    """Hugging Face `_compute_llama3_parameters`, transcribed in float64."""
+    inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, dtype=F64) / d))
+    low_freq_wavelen, high_freq_wavelen = old_context_len / low_freq_factor, old_context_len / high_freq_factor
+    wavelen = 2 * math.pi / inv_freq
+    inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    smooth_factor = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    smoothed = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    return torch.where(is_medium_freq, smoothed, inv_freq_llama)
+
+
+@pytest.mark.claim("ch07-yarn-ramps", paper="YaRN (Peng et al. 2023); jquesnelle/yarn; HF transformers; vLLM",
+                   title="YaRN 的两种斜坡：论文的与部署代码的",
+                   text="论文的 γ 在圈数 r 上线性（ramp=\"rotations\"，波长图画的就是它）；官方代码、Hugging Face、vLLM "
+                        "在维度对的编号上线性（ramp=\"index\"）。s = 4、d = 128、L = 4096 时 r = 32、r = 1 落在 20.94、"
+                        "45.03 对，取整成 20 与 46；两端相同，第 30 对的 θ'/θ 是 0.436 对 0.712，差得最多（0.275）")
+def test_yarn_ramps_paper_and_deployed():
+    d, base, s, L = 128, 10000.0, 4.0, 4096
+    theta = rope_frequencies(d, base, F64)
+    paper = scaled_rope_frequencies(d, base, "yarn", s, original_len=L)
+    index = scaled_rope_frequencies(d, base, "yarn", s, original_len=L, ramp="index")
+    assert torch.equal(scaled_rope_frequencies(d, base, "yarn", s, original_len=L, ramp="rotations"), paper)
+    for b_fast, b_slow, dd, bb, ll in ((32, 1, d, base, L), (32, 1, 64, 500000.0, 8192), (16, 2, 96, 1e4, 2048)):
+        ours = scaled_rope_frequencies(dd, bb, "yarn", s, original_len=ll, alpha=b_slow, beta=b_fast, ramp="index")
+        assert torch.allclose(ours, deployed_yarn(dd, bb, s, ll, b_fast, b_slow), rtol=1e-12, atol=0)
+    dim_of = [d * math.log(L / (2 * math.pi * r)) / (2 * math.log(base)) for r in (32, 1)]
+    assert [round(v, 2) for v in dim_of] == [20.94, 45.03]
+    assert (math.floor(dim_of[0]), math.ceil(dim_of[1])) == (20, 46)
+    p, q = paper / theta, index / theta
+    assert torch.equal(p[:21], q[:21]) and torch.allclose(p[46:], q[46:], rtol=1e-15)  # 两端相同：不动与除以 s
+    gap = (q - p).abs()
+    assert int(gap.argmax()) == 30 and round(gap.max().item(), 3) == 0.275
+    assert (round(p[30].item(), 3), round(q[30].item(), 3)) == (0.436, 0.712)
+    # 波长图（results/rope-scaling.json）画的是论文的斜坡
+    from snippets.results import load_results
+    from tests.support.sections import ROOT
+    drawn = torch.tensor(load_results(ROOT / "results" / "rope-scaling.json")["wavelengths"]["yarn"], dtype=F64)
+    assert torch.allclose(drawn, 2 * math.pi / paper, rtol=1e-12)
+    assert not torch.allclose(drawn, 2 * math.pi / index, rtol=1e-3)
+    assert_states(ROPE_PAGE, "20.94", "45.03", "0.436", "0.712", "0.275")
+
+
+@pytest.mark.claim("ch07-llama3-rope", paper="Llama 3.1 (Meta 2024); HF transformers rope_type=\"llama3\"",
+                   title="Llama 3.1 的频率规则",
+                   text="factor 8、low_freq_factor 1、high_freq_factor 4、原长度 8192、底数 500000、d = 128："
+                        "波长短于 2048 的 29 对不动，长于 8192 的 29 对除以 8，中间 6 对平滑过渡；"
+                        "它就是论文 YaRN 斜坡取 α = 1、β = 4、L = 8192")
+def test_llama3_rule():
+    d, base, s, L = 128, 500000.0, 8.0, 8192
+    theta = rope_frequencies(d, base, F64)
+    llama = scaled_rope_frequencies(d, base, "llama3", s, original_len=L, low_freq_factor=1.0, high_freq_factor=4.0)
+    assert torch.allclose(llama, deployed_llama3(d, base, s, 1.0, 4.0, L), rtol=1e-12, atol=0)
+    assert torch.equal(scaled_rope_frequencies(d, base, "llama3", s, original_len=L), llama)  # 默认就是 1 与 4
+    wavelength = 2 * math.pi / theta
+    high, low = wavelength < L / 4, wavelength > L / 1
+    middle = ~high & ~low
+    assert (int(high.sum()), int(low.sum()), int(middle.sum())) == (29, 29, 6)
+    assert torch.equal(llama[high], theta[high])                          # 高频：不动
+    assert torch.allclose(llama[low], theta[low] / s, rtol=1e-15)         # 低频：除以 8
+    ratio = llama[middle] / theta[middle]                                 # 中间：在 1/8 与 1 之间单调下降
+    assert bool((ratio < 1).all() and (ratio > 1 / s).all() and (ratio[1:] < ratio[:-1]).all())
+    assert torch.allclose(llama, scaled_rope_frequencies(d, base, "yarn", s, original_len=L, alpha=1.0, beta=4.0),
+                          rtol=1e-15)
+    with pytest.raises(ValueError, match="low_freq_factor"):
+        scaled_rope_frequencies(d, base, "llama3", s, original_len=L, low_freq_factor=4.0, high_freq_factor=1.0)
+    assert_states(ROPE_PAGE, "L/4=2048", "L/1=8192", "29对不动", "29对除以8", "6对")
+
+
+def test_scaled_frequencies_bad_input():
+    with pytest.raises(ValueError, match="ramp='paper'"):
+        scaled_rope_frequencies(8, 1e4, "yarn", 2.0, ramp="paper")
+    with pytest.raises(ValueError, match="ramp='index' applies only to method='yarn'"):
+        scaled_rope_frequencies(8, 1e4, "pi", 2.0, ramp="index")
+    with pytest.raises(ValueError, match="alpha < beta"):
+        scaled_rope_frequencies(8, 1e4, "yarn", 2.0, alpha=32.0, beta=1.0)
