@@ -1,12 +1,12 @@
 """第 07 章「位置编码：从正弦到 RoPE」：正弦编码与它的偏移矩阵 M_k、RoPE（两种配对）、ALiBi、
-上下文扩展（PI、NTK-aware、YaRN）的频率，以及一个带 RoPE/ALiBi 的因果自注意力。测试：tests/ch07/。
+上下文扩展（PI、NTK-aware、YaRN、Llama 3.1）的频率，以及一个带 RoPE/ALiBi 的因果自注意力。测试：tests/ch07/。
 
 页面先引入 snippets/checks.py 的 imports、checks 小节（输入检查 _check_tensor），讲注意力的页面还引入
-snippets/attention.py 的小节；本文件的小节按名字使用 _check_tensor、MultiHeadAttention。下面这行导入
-在所有小节之外，只在 `import snippets.positional` 时生效（页面上不显示）。
+snippets/attention.py 的小节（含 checks）；本文件的小节按名字使用 _check_tensor、MultiHeadAttention、
+_check_mha_inputs、_shapes。下面两行导入在所有小节之外，只在 `import snippets.positional` 时生效（页面上不显示）。
 """
 
-from snippets.attention import MultiHeadAttention  # noqa: F401  (小节里按名字使用)
+from snippets.attention import MultiHeadAttention, _check_mha_inputs, _shapes  # noqa: F401  (小节里按名字使用)
 from snippets.checks import _check_tensor  # noqa: F401  (小节里按名字使用)
 
 # --8<-- [start:imports]
@@ -68,11 +68,14 @@ def pe_offset_matrix(k: int, d_model: int, dtype: torch.dtype = torch.float64,
 
 
 # --8<-- [start:rope]
-def rope_frequencies(d: int, base: float = 10000.0, dtype: torch.dtype = torch.float32) -> torch.Tensor:
-    """RoPE 的角频率 θ_i = base^(−2i/d)，i = 0 … d/2−1，返回 (d/2,)。与正弦编码的 ω_i 相同。"""
+def rope_frequencies(d: int, base: float = 10000.0, dtype: torch.dtype = torch.float32,
+                     device: torch.device | str | None = None) -> torch.Tensor:
+    """RoPE 的角频率 θ_i = base^(−2i/d)，i = 0 … d/2−1，返回 (d/2,)。与正弦编码的 ω_i 相同。
+    device：放在哪个设备上（None = CPU）。"""
     if d <= 0 or d % 2 != 0:
         raise ValueError(f"d must be a positive even number, got d={d}")
-    return torch.exp(-math.log(base) * torch.arange(0, d, 2, dtype=torch.float64) / d).to(dtype)
+    two_i = torch.arange(0, d, 2, dtype=torch.float64, device=device)     # (d/2,)
+    return torch.exp(-math.log(base) * two_i / d).to(dtype)
 
 
 def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0,
@@ -80,14 +83,11 @@ def apply_rope(x: torch.Tensor, positions: torch.Tensor | None = None, base: flo
     """旋转位置编码（RoPE，RoFormer 的交错配对）：把每一对 (x[..., 2i], x[..., 2i+1]) 转过 pos·θ_i。
 
     x (..., n, d)；positions (n,)，默认 0 … n−1；theta (d/2,) 默认 rope_frequencies(d, base)
-    （上下文扩展时换成缩放后的频率）。返回与 x 同形状。
+    （上下文扩展时换成缩放后的频率）。返回与 x 同形状、同 dtype、同设备。
         x'_{2i}   = x_{2i}·cos(pos θ_i) − x_{2i+1}·sin(pos θ_i)
         x'_{2i+1} = x_{2i}·sin(pos θ_i) + x_{2i+1}·cos(pos θ_i)
     """
-    n, d, positions = _rope_inputs(x, positions)
-    if theta is None:
-        theta = rope_frequencies(d, base, torch.float64)
-    angle = positions.to(torch.float64)[:, None] * theta.to(torch.float64)[None, :]  # (n, d/2)
+    angle = _rope_angles(x, positions, base, theta)                                 # (n, d/2)，float64
     cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)                     # (n, d/2)
     x_even, x_odd = x[..., 0::2], x[..., 1::2]                                      # (..., n, d/2)
     out = torch.empty_like(x)
@@ -102,17 +102,21 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
     return torch.cat([-x[..., half:], x[..., :half]], dim=-1)
 
 
-def apply_rope_half(x: torch.Tensor, positions: torch.Tensor | None = None,
-                    base: float = 10000.0) -> torch.Tensor:
+def apply_rope_half(x: torch.Tensor, positions: torch.Tensor | None = None, base: float = 10000.0,
+                    theta: torch.Tensor | None = None) -> torch.Tensor:
     """半分配对的 RoPE：维度 i 与 i + d/2 组成一对，x·cos + rotate_half(x)·sin。x (..., n, d)。"""
-    n, d, positions = _rope_inputs(x, positions)
-    angle = positions.to(torch.float64)[:, None] * rope_frequencies(d, base, torch.float64)[None, :]
+    angle = _rope_angles(x, positions, base, theta)                                 # (n, d/2)，float64
     angle = torch.cat([angle, angle], dim=-1)                                       # (n, d)：cat(freqs, freqs)
     return x * angle.cos().to(x.dtype) + rotate_half(x) * angle.sin().to(x.dtype)
 
 
-def _rope_inputs(x: torch.Tensor, positions: torch.Tensor | None) -> tuple[int, int, torch.Tensor]:
-    """两种 RoPE 共用的检查：x (..., n, d) 且 d 为偶数；positions (n,)，默认 0 … n−1。"""
+def _rope_angles(x: torch.Tensor, positions: torch.Tensor | None, base: float,
+                 theta: torch.Tensor | None) -> torch.Tensor:
+    """两种 RoPE 共用：检查 x (..., n, d)、positions (n,)、theta (d/2,)，返回角度 pos·θ_i (n, d/2)。
+
+    角度一律在 float64 里、在 x 所在的设备上算，不管 x 是什么 dtype：bf16 连位置 5000 都存不准
+    （存成 4992），float32 在位置 10⁶ 处也差约 0.05 弧度。只有最后的 cos、sin 转回 x 的 dtype。
+    """
     _check_tensor("x", x, "(..., n, d)", (None,) * max(getattr(x, "ndim", 0), 2))
     n, d = x.shape[-2], x.shape[-1]
     if d % 2 != 0:
@@ -122,7 +126,14 @@ def _rope_inputs(x: torch.Tensor, positions: torch.Tensor | None) -> tuple[int, 
     if positions.shape != (n,):
         raise ValueError(f"positions must have shape (n,) = ({n},), got positions {tuple(positions.shape)} "
                          f"for x {tuple(x.shape)}")
-    return n, d, positions
+    if theta is None:
+        theta = rope_frequencies(d, base, torch.float64, x.device)
+    if theta.shape != (d // 2,):
+        raise ValueError(f"theta must have shape (d/2,) = ({d // 2},), got theta {tuple(theta.shape)} "
+                         f"for x {tuple(x.shape)}")
+    positions = positions.to(device=x.device, dtype=torch.float64)                  # (n,)
+    theta = theta.to(device=x.device, dtype=torch.float64)                          # (d/2,)
+    return positions[:, None] * theta[None, :]                                      # (n, d/2)
 
 
 def interleaved_to_half(d: int) -> torch.Tensor:
@@ -132,8 +143,9 @@ def interleaved_to_half(d: int) -> torch.Tensor:
 
 
 # --8<-- [start:alibi]
-def alibi_slopes(n_heads: int) -> torch.Tensor:
-    """ALiBi 每个头的斜率，返回 (n_heads,)，与 ALiBi 官方代码的 get_slopes 相同。
+def alibi_slopes(n_heads: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """ALiBi 每个头的斜率，返回 (n_heads,)（float64，放在 device 上，None = CPU），与 ALiBi 官方代码的
+    get_slopes 相同。
 
     n 是 2 的幂：m_h = 2^(−8h/n)，h = 1 … n（8 个头：1/2, 1/4, …, 1/256）。
     否则取 c = 2^⌊log2 n⌋：先放 c 个头的斜率，再从 2c 个头的斜率里隔一个取一个，补足 n − c 个。
@@ -141,53 +153,81 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     if not isinstance(n_heads, int) or n_heads < 1:
         raise ValueError(f"n_heads must be a positive int, got n_heads={n_heads!r}")
 
-    def power_of_two(n: int) -> list[float]:
+    def power_of_two(n: int) -> torch.Tensor:
         start = 2.0 ** (-8.0 / n)                                       # 2^(−2^−(log2 n − 3)) = 2^(−8/n)
-        return [start ** h for h in range(1, n + 1)]
+        return torch.tensor([start ** h for h in range(1, n + 1)], dtype=torch.float64, device=device)
 
     if n_heads & (n_heads - 1) == 0:
-        return torch.tensor(power_of_two(n_heads), dtype=torch.float64)
+        return power_of_two(n_heads)
     c = 2 ** int(math.floor(math.log2(n_heads)))
-    extra = alibi_slopes(2 * c)[0::2][: n_heads - c]                    # 官方代码在这里递归
-    return torch.cat([torch.tensor(power_of_two(c), dtype=torch.float64), extra])
+    extra = alibi_slopes(2 * c, device)[0::2][: n_heads - c]            # 官方代码在这里递归
+    return torch.cat([power_of_two(c), extra])
 
 
-def alibi_bias(n_heads: int, n: int) -> torch.Tensor:
-    """ALiBi 加在注意力分数上的偏置，返回 (n_heads, n, n)：第 (h, i, j) 项 = −m_h·(i − j)，j ≤ i。
+def alibi_bias(n_heads: int, n: int, device: torch.device | str | None = None) -> torch.Tensor:
+    """ALiBi 加在注意力分数上的偏置，返回 (n_heads, n, n)（float64，放在 device 上，None = CPU）：
+    第 (h, i, j) 项 = −m_h·(i − j)，j ≤ i。
 
     j > i 的项（未来位置）置 0，留给因果掩码去遮；偏置只进 softmax 之前的分数，不碰 V。
     """
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got n={n!r}")
-    i = torch.arange(n)[:, None]                                        # (n, 1) 查询位置
-    j = torch.arange(n)[None, :]                                        # (1, n) 键位置
+    i = torch.arange(n, device=device)[:, None]                         # (n, 1) 查询位置
+    j = torch.arange(n, device=device)[None, :]                         # (1, n) 键位置
     distance = (i - j).clamp(min=0).to(torch.float64)                   # (n, n)，上三角为 0
-    return -alibi_slopes(n_heads)[:, None, None] * distance             # (n_heads, n, n)
+    return -alibi_slopes(n_heads, device)[:, None, None] * distance     # (n_heads, n, n)
 # --8<-- [end:alibi]
 
 
 # --8<-- [start:context-extension]
 def scaled_rope_frequencies(d: int, base: float, method: str, factor: float, original_len: int = 4096,
-                            alpha: float = 1.0, beta: float = 32.0) -> torch.Tensor:
-    """上下文扩展后的 RoPE 角频率 θ'_i，返回 (d/2,)（float64）。factor = s = 新长度 / 原长度。
+                            alpha: float = 1.0, beta: float = 32.0, *, ramp: str = "rotations",
+                            low_freq_factor: float = 1.0, high_freq_factor: float = 4.0,
+                            device: torch.device | str | None = None) -> torch.Tensor:
+    """上下文扩展后的 RoPE 角频率 θ'_i，返回 (d/2,)（float64，放在 device 上）。factor = s = 新长度 / 原长度，
+    original_len = L 是原来的训练长度。每种方法只读自己的参数：
 
-    "pi"   位置插值：θ'_i = θ_i / s（等价于把位置 m 换成 m/s）
-    "ntk"  NTK-aware：不动位置，换底数 base' = base · s^(d/(d−2))
-    "yarn" YaRN 的 NTK-by-parts：r_i = L/λ_i 是第 i 对在原长度 L 内转过的圈数，
-           γ = clamp((r − α)/(β − α), 0, 1)，θ'_i = (1 − γ)·θ_i/s + γ·θ_i
+    "pi"     位置插值：θ'_i = θ_i / s（等价于把位置 m 换成 m/s）
+    "ntk"    NTK-aware：不动位置，换底数 base' = base · s^(d/(d−2))
+    "yarn"   YaRN 的 NTK-by-parts：θ'_i = (1 − γ_i)·θ_i/s + γ_i·θ_i，γ 从 0（除以 s）升到 1（不动）。
+             r_i = L/λ_i 是第 i 对在原长度 L 内转过的圈数。ramp 选 γ 怎样上升：
+             "rotations"（论文的公式）γ = clamp((r − α)/(β − α), 0, 1)，在圈数 r 上线性；
+             "index"（官方代码、Hugging Face、vLLM）先求 r = β、r = α 落在第几对：
+             i(r) = d·ln(L/(2π r)) / (2·ln base)，取 low = ⌊i(β)⌋、high = ⌈i(α)⌉，
+             γ = 1 − clamp((i − low)/(high − low), 0, 1)，在维度对的编号 i 上线性。
+    "llama3" Llama 3.1（Hugging Face 的 rope_type="llama3"）：波长 λ_i < L/high_freq_factor 的不动，
+             λ_i > L/low_freq_factor 的除以 s，中间 γ = (L/λ_i − low)/(high − low)。L/λ_i 就是 r_i，
+             所以这是论文的 YaRN 斜坡，α = low_freq_factor、β = high_freq_factor（不乘温度系数）。
     """
     if factor < 1:
         raise ValueError(f"factor must be >= 1, got factor={factor}")
-    theta = rope_frequencies(d, base, torch.float64)                    # (d/2,)
+    if method not in ("pi", "ntk", "yarn", "llama3"):
+        raise ValueError(f"method must be 'pi', 'ntk', 'yarn' or 'llama3', got method={method!r}")
+    if ramp not in ("rotations", "index"):
+        raise ValueError(f"ramp must be 'rotations' or 'index', got ramp={ramp!r}")
+    if ramp != "rotations" and method != "yarn":
+        raise ValueError(f"ramp={ramp!r} applies only to method='yarn', got method={method!r}")
+    theta = rope_frequencies(d, base, torch.float64, device)            # (d/2,)
     if method == "pi":
         return theta / factor
     if method == "ntk":
-        return rope_frequencies(d, base * factor ** (d / (d - 2)), torch.float64)
-    if method == "yarn":
+        return rope_frequencies(d, base * factor ** (d / (d - 2)), torch.float64, device)
+    if method == "llama3":
+        alpha, beta = low_freq_factor, high_freq_factor                 # λ > L/low ⇔ r < low；λ < L/high ⇔ r > high
+    if not alpha < beta:
+        raise ValueError(f"the ramp needs alpha < beta (llama3: low_freq_factor < high_freq_factor), "
+                         f"got {alpha} and {beta} for method={method!r}")
+    if ramp == "rotations":
         rotations = original_len * theta / (2 * math.pi)                # r_i = L / λ_i，λ_i = 2π/θ_i
         gamma = ((rotations - alpha) / (beta - alpha)).clamp(0.0, 1.0)  # 转得多（高频）-> 1：不动
-        return (1 - gamma) * theta / factor + gamma * theta
-    raise ValueError(f"method must be 'pi', 'ntk' or 'yarn', got method={method!r}")
+    else:
+        def pair_index(r: float) -> float:                              # 在原长度里转 r 圈的是第几对
+            return d * math.log(original_len / (2 * math.pi * r)) / (2 * math.log(base))
+        low = max(math.floor(pair_index(beta)), 0)                      # 编号 ≤ low：转得多，不动
+        high = min(math.ceil(pair_index(alpha)), d - 1)                 # 编号 ≥ high：转不满，除以 s
+        i = torch.arange(d // 2, dtype=torch.float64, device=device)    # (d/2,)
+        gamma = 1 - ((i - low) / max(high - low, 1e-3)).clamp(0.0, 1.0)  # high = low 时同官方代码加 0.001
+    return (1 - gamma) * theta / factor + gamma * theta
 
 
 def yarn_mscale(factor: float) -> float:
@@ -201,8 +241,12 @@ class PositionalSelfAttention(MultiHeadAttention):
     """因果多头自注意力，位置信息放在注意力里面：position = "rope"（旋转 q、k）、"alibi"（给分数加偏置）
     或 "none"（不加，绝对位置编码已经加在输入上，或者 NoPE）。沿用 MultiHeadAttention 的 w_q、w_k、w_v、w_o。
 
-    forward(query, key, value, mask=None)：自注意力，query、key、value 是同一个 (batch, n, d_model)；
-    mask 忽略（因果掩码在这里生成）。返回 out (batch, n, d_model) 与 weights (batch, h, n, n)。
+    forward(query, key, value, mask=None, cache=None)：自注意力，query、key、value 是同一个
+    (batch, n, d_model)。因果掩码在这里生成；mask 与 MultiHeadAttention 的相同（bool，True = 可以看，
+    能广播到 (batch, n, t) 或 (batch, h, n, t)），与因果掩码取「且」。cache：增量解码时传入这个模块的
+    KVCache（static=False）；已缓存 t₀ 个位置时，新来的 n 个位置是 t₀ … t₀+n−1，RoPE 按它们旋转，
+    ALiBi 按到它们的距离加偏置，t = t₀ + n。整行被遮住的查询：该行输出与权重全为 0。
+    返回 out (batch, n, d_model) 与 weights (batch, h, n, t)。
     """
 
     def __init__(self, d_model: int, num_heads: int, position: str = "none", base: float = 10000.0):
@@ -212,17 +256,40 @@ class PositionalSelfAttention(MultiHeadAttention):
         self.position, self.base = position, base
 
     def forward(self, query, key, value, mask=None, cache=None):
+        if cache is not None and cache.static:                          # 交叉注意力的缓存：这里只有自注意力
+            raise NotImplementedError("cache must be a self-attention KVCache (static=False), got a static cache")
+        if self.check_inputs:
+            _check_positional_inputs(self, query, key, value, mask, cache)
         batch, n, _ = query.shape
-        q = self._split_heads(self.w_q(query))                          # (batch, h, n, d_head)
+        past = 0 if cache is None else cache.length                     # 缓存里已有的位置数 t₀
+        t = past + n                                                    # 键的总数
+        q = self._split_heads(self.w_q(query))                          # (batch, h, n, d_k)
         k = self._split_heads(self.w_k(key))
         v = self._split_heads(self.w_v(value))                          # V 从不旋转、不加偏置
         if self.position == "rope":
-            q, k = apply_rope(q, base=self.base), apply_rope(k, base=self.base)
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_head)       # (batch, h, n, n)
-        if self.position == "alibi":
-            scores = scores + alibi_bias(self.num_heads, n).to(scores.dtype)  # (h, n, n) 广播到 batch
-        causal = torch.ones(n, n, dtype=torch.bool, device=query.device).tril()
-        weights = torch.softmax(scores.masked_fill(~causal, float("-inf")), dim=-1)
+            positions = torch.arange(past, t, device=query.device)      # 新位置 t₀ … t−1
+            q, k = apply_rope(q, positions, self.base), apply_rope(k, positions, self.base)
+        if cache is not None:
+            k, v = cache.update(k, v)                                   # 缓存的是旋转过的 k：(batch, h, t, d_k)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)          # (batch, h, n, t)
+        if self.position == "alibi":                                    # 完整 (h, t, t) 偏置的最后 n 行
+            scores = scores + alibi_bias(self.num_heads, t, query.device)[:, past:].to(scores.dtype)
+        allowed = torch.ones(t, t, dtype=torch.bool, device=query.device).tril()[past:]  # (n, t) 因果
+        if mask is not None:                                            # 3 维掩码插入「头」这一维
+            allowed = allowed & (mask.unsqueeze(1) if mask.dim() == 3 else mask)
+        weights = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1)
+        weights = weights.masked_fill(~allowed, 0.0)                    # 整行被遮住：NaN → 0
         out = (weights @ v).transpose(1, 2).reshape(batch, n, self.d_model)
         return self.w_o(out), weights
 # --8<-- [end:attention]
+
+
+# --8<-- [start:checks]
+def _check_positional_inputs(attn, query, key, value, mask, cache):
+    """PositionalSelfAttention 的输入检查：MultiHeadAttention 的那些（形状、dtype、掩码、缓存），再加一条：
+    这是自注意力，key、value 与 query 一样长。"""
+    _check_mha_inputs(attn, query, key, value, mask, cache)
+    if key.shape[1] != query.shape[1]:
+        raise ValueError(f"key must have as many positions as query (self-attention): "
+                         f"{_shapes(query=query, key=key, value=value)}")
+# --8<-- [end:checks]

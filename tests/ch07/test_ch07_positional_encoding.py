@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from snippets.attention import MultiHeadAttention, scaled_dot_product_attention
+from snippets.attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
 from snippets.positional import (PositionalSelfAttention, alibi_bias, alibi_slopes, apply_rope, apply_rope_half,
                                  interleaved_to_half, pe_offset_matrix, rope_frequencies, rotate_half,
                                  scaled_rope_frequencies, sinusoidal_positional_encoding, yarn_mscale)
@@ -391,3 +391,238 @@ def test_context_extension_frequencies():
     scaled = (yarn_mscale(s) * apply_rope(q, theta=yarn)) @ (yarn_mscale(s) * apply_rope(k, theta=yarn)).T
     assert torch.allclose(scaled, base_scores * yarn_mscale(s) ** 2, rtol=1e-12)
     assert_states(ROPE_PAGE, "约40890", "约1.1386", "约1.2965")
+
+
+# ---------- devices, dtypes and the angle's precision ----------
+
+def test_every_tensor_follows_the_inputs_device():
+    """On PyTorch's meta device: frequencies, angles, slopes, biases and the attention's masks are made there."""
+    x = torch.empty(2, 3, 5, 8, device="meta")
+    for rope in (apply_rope, apply_rope_half):
+        out = rope(x)
+        assert out.device.type == "meta" and out.shape == x.shape and out.dtype == x.dtype
+        assert rope(x, positions=torch.arange(5) + 100, theta=rope_frequencies(8, dtype=F64)).device.type == "meta"
+    assert rope_frequencies(8, device="meta").device.type == "meta"
+    assert alibi_slopes(12, device="meta").device.type == "meta"
+    assert alibi_slopes(12).device.type == "cpu"                         # 默认 device=None：CPU
+    assert alibi_bias(4, 5, device="meta").shape == (4, 5, 5) and alibi_bias(4, 5, "meta").device.type == "meta"
+    for method in ("pi", "ntk", "yarn", "llama3"):
+        assert scaled_rope_frequencies(8, 1e4, method, 2.0, device="meta").device.type == "meta"
+    assert scaled_rope_frequencies(8, 1e4, "yarn", 2.0, ramp="index", device="meta").device.type == "meta"
+    q = torch.empty(2, 5, 8, device="meta")
+    key_mask = torch.ones(2, 1, 5, dtype=torch.bool, device="meta")
+    for position in ("none", "rope", "alibi"):
+        attn = PositionalSelfAttention(8, 2, position).to("meta")
+        out, w = attn(q, q, q, mask=key_mask)
+        assert out.device.type == w.device.type == "meta" and out.shape == (2, 5, 8) and w.shape == (2, 2, 5, 5)
+        cache = KVCache()
+        attn(q, q, q, cache=cache)
+        out, w = attn(q[:, :1], q[:, :1], q[:, :1], cache=cache)          # 第 6 个位置：缓存也在 meta 上
+        assert out.device.type == "meta" and w.shape == (2, 2, 1, 6)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float64])
+def test_outputs_keep_the_inputs_dtype(dtype):
+    x = torch.randn(2, 7, 16, generator=gen(5)).to(dtype)
+    assert apply_rope(x).dtype == apply_rope_half(x).dtype == dtype
+    assert apply_rope(x, theta=scaled_rope_frequencies(16, 1e4, "yarn", 4.0)).dtype == dtype
+    for position in ("rope", "alibi"):
+        attn = PositionalSelfAttention(16, 4, position).to(dtype)
+        out, w = attn(x, x, x)
+        assert out.dtype == w.dtype == dtype and not out.isnan().any()
+
+
+@pytest.mark.claim("ch07-rope-angle-precision", paper="RoFormer (Su et al. 2021)",
+                   title="为什么在 float64 里算 RoPE 的角度",
+                   text="bf16 存不下位置本身：5000 存成 4992、100003 存成 99840，θ_0 = 1 的那一对角度差 8 与 163 弧度；"
+                        "float32 的 θ 乘 float32 的位置，在位置 10⁶ 处 64 对频率里角度最大差约 0.05 弧度。"
+                        "apply_rope 在 float64 里算角度，bf16、float32 的输出只差最后的舍入")
+def test_rope_angles_are_computed_in_float64():
+    bf16, f32 = torch.bfloat16, torch.float32
+    assert torch.finfo(bf16).eps * 4096 == 32                           # 8 位有效数字：4096–8192 之间的间距
+    for pos, stored in ((5000, 4992), (100003, 99840)):
+        assert torch.tensor(float(pos), dtype=bf16).item() == stored     # θ_0 = 1：角度差 pos − stored 弧度
+    assert (5000 - 4992, 100003 - 99840) == (8, 163)
+    d, pos = 128, 10**6
+    exact = pos * rope_frequencies(d, dtype=F64)                         # (64,)，float64：误差约 1e-10
+    fp32 = (torch.tensor(float(pos), dtype=f32) * rope_frequencies(d, dtype=f32)).double()
+    err32 = (fp32 - exact).abs().max().item()
+    assert round(err32, 2) == 0.05
+    # apply_rope 的输出：与全程 float64 的结果只差输出 dtype 的舍入；在输入 dtype 里算角度就差得远
+    x = torch.randn(4, 1, d, generator=gen(6), dtype=F64)
+    positions = torch.tensor([pos])
+    ref = apply_rope(x, positions)                                      # 全程 float64
+    for dtype, ours_tol, naive_min in ((f32, 1e-5, 1e-2), (bf16, 0.05, 0.5)):
+        xd = x.to(dtype)
+        ours = apply_rope(xd, positions).double()
+        assert (ours - ref).abs().max().item() < ours_tol * ref.abs().max().item()
+        angle = positions.to(dtype)[:, None] * rope_frequencies(d, dtype=dtype)[None, :]  # 在输入 dtype 里算
+        naive = torch.empty_like(xd)
+        naive[..., 0::2] = xd[..., 0::2] * angle.cos() - xd[..., 1::2] * angle.sin()
+        naive[..., 1::2] = xd[..., 0::2] * angle.sin() + xd[..., 1::2] * angle.cos()
+        assert (naive.double() - ref).abs().max().item() > naive_min
+    assert_states(CH07 + "code.md", "相邻两个数差32", "4992", "99840", "8弧度和163弧度", "约0.05弧度")
+
+
+
+def test_rope_theta_must_have_d_over_2_entries():
+    with pytest.raises(ValueError, match=r"theta .*\(3,\).*x \(5, 8\)"):
+        apply_rope(torch.randn(5, 8), theta=torch.ones(3))
+    with pytest.raises(ValueError, match=r"theta"):
+        apply_rope_half(torch.randn(5, 8), theta=torch.ones(1))              # (1,) 会悄悄广播，必须拒绝
+
+# ---------- PositionalSelfAttention: mask and cache ----------
+
+@pytest.mark.parametrize("position", ["none", "rope", "alibi"])
+def test_positional_attention_honours_a_padding_mask(position):
+    """Left padding with a key mask gives the unpadded sequence's outputs (RoPE and ALiBi see only offsets);
+    "none" equals MultiHeadAttention with causal & mask; a fully masked query row is zeros, not NaN."""
+    torch.manual_seed(0)
+    d, n, pad = 16, 7, 3
+    attn = PositionalSelfAttention(d, 4, position).double()
+    x = torch.randn(1, n, d, generator=gen(7), dtype=F64)
+    padded = torch.cat([torch.randn(1, pad, d, generator=gen(8), dtype=F64), x], dim=1)  # (1, pad + n, d)
+    key_ok = (torch.arange(pad + n) >= pad)[None, None, :]               # (1, 1, pad + n)：前 pad 个是填充
+    out, w = attn(padded, padded, padded, mask=key_ok)
+    alone, _ = attn(x, x, x)
+    if position != "none":                                              # 只看偏移：去掉填充后与单独算相同
+        assert (out[:, pad:] - alone).abs().max().item() < 1e-12
+    assert torch.equal(out[:, :pad], attn.w_o.bias.expand(1, pad, d))   # 填充的查询整行被遮：输出 0 再过 w_o
+    assert torch.equal(w[:, :, :pad], torch.zeros_like(w[:, :, :pad])) and not w.isnan().any()
+    assert w[..., :pad].abs().max().item() == 0.0                        # 没有权重落在填充的键上
+    ref = MultiHeadAttention(d, 4).double()
+    ref.load_state_dict(attn.state_dict())
+    if position == "none":
+        causal = torch.ones(pad + n, pad + n, dtype=torch.bool).tril()
+        out_ref, w_ref = ref(padded, padded, padded, mask=causal & key_ok)
+        assert (out - out_ref).abs().max().item() < 1e-12 and (w - w_ref).abs().max().item() < 1e-12
+    per_head = key_ok[:, None].expand(1, 4, pad + n, pad + n)             # 4 维 (batch, h, n, n) 掩码同样可用
+    assert torch.equal(attn(padded, padded, padded, mask=per_head)[0], out)
+
+
+@pytest.mark.parametrize("position", ["none", "rope", "alibi"])
+def test_positional_attention_with_a_cache_equals_the_full_pass(position):
+    """Feeding the sequence in pieces through a KVCache (RoPE positions offset, ALiBi distances from the
+    cached length) gives the full causal pass; a static (cross-attention) cache is refused."""
+    torch.manual_seed(0)
+    d, n = 16, 9
+    attn = PositionalSelfAttention(d, 4, position).double()
+    x = torch.randn(2, n, d, generator=gen(9), dtype=F64)
+    full, w_full = attn(x, x, x)
+    for pieces in ([1] * n, [4, 1, 3, 1]):
+        cache, outs, start = KVCache(), [], 0
+        for size in pieces:
+            step = x[:, start:start + size]
+            out, w = attn(step, step, step, cache=cache)
+            assert w.shape == (2, 4, size, start + size)
+            assert (w - w_full[:, :, start:start + size, :start + size]).abs().max().item() < 1e-12
+            outs.append(out)
+            start += size
+        assert cache.length == n
+        assert (torch.cat(outs, dim=1) - full).abs().max().item() < 1e-12
+    with pytest.raises(NotImplementedError, match="cache"):
+        attn(x, x, x, cache=KVCache(static=True))
+    with pytest.raises(ValueError, match=r"key must have as many positions as query.*key \(2, 4, 16\)"):
+        attn(x, x[:, :4], x[:, :4])
+    cache = KVCache()
+    attn(x[:, :3], x[:, :3], x[:, :3], cache=cache)
+    step = x[:, 3:4]
+    assert attn(step, step, step, mask=torch.ones(2, 1, 4, dtype=torch.bool), cache=cache)[1].shape == (2, 4, 1, 4)
+    with pytest.raises(ValueError, match=r"mask \(2, 1, 3\) cannot broadcast to \(2, 1, 5\)"):  # 最后一维是 t = 缓存 + n
+        attn(step, step, step, mask=torch.ones(2, 1, 3, dtype=torch.bool), cache=cache)
+
+
+# ---------- context extension: the YaRN ramps and Llama 3.1 ----------
+
+def deployed_yarn(d, base, factor, original_len, beta_fast=32.0, beta_slow=1.0):
+    """Hugging Face `_compute_yarn_parameters` (modeling_rope_utils.py), the official YaRN code
+    (jquesnelle/yarn, find_correction_range / linear_ramp_mask) and vLLM, transcribed in float64."""
+    def find_correction_dim(num_rotations):
+        return (d * math.log(original_len / (num_rotations * 2 * math.pi))) / (2 * math.log(base))
+    low = max(math.floor(find_correction_dim(beta_fast)), 0)
+    high = min(math.ceil(find_correction_dim(beta_slow)), d - 1)
+    if low == high:
+        high += 0.001
+    ramp = torch.clamp((torch.arange(d // 2, dtype=F64) - low) / (high - low), 0, 1)
+    pos_freqs = base ** (torch.arange(0, d, 2, dtype=F64) / d)
+    extrapolation, interpolation = 1.0 / pos_freqs, 1.0 / (factor * pos_freqs)
+    extrapolation_factor = 1 - ramp
+    return interpolation * (1 - extrapolation_factor) + extrapolation * extrapolation_factor
+
+
+def deployed_llama3(d, base, factor, low_freq_factor, high_freq_factor, old_context_len):
+    """Hugging Face `_compute_llama3_parameters`, transcribed in float64."""
+    inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, dtype=F64) / d))
+    low_freq_wavelen, high_freq_wavelen = old_context_len / low_freq_factor, old_context_len / high_freq_factor
+    wavelen = 2 * math.pi / inv_freq
+    inv_freq_llama = torch.where(wavelen > low_freq_wavelen, inv_freq / factor, inv_freq)
+    smooth_factor = (old_context_len / wavelen - low_freq_factor) / (high_freq_factor - low_freq_factor)
+    smoothed = (1 - smooth_factor) * inv_freq_llama / factor + smooth_factor * inv_freq_llama
+    is_medium_freq = ~(wavelen < high_freq_wavelen) * ~(wavelen > low_freq_wavelen)
+    return torch.where(is_medium_freq, smoothed, inv_freq_llama)
+
+
+@pytest.mark.claim("ch07-yarn-ramps", paper="YaRN (Peng et al. 2023); jquesnelle/yarn; HF transformers; vLLM",
+                   title="YaRN 的两种斜坡：论文的与部署代码的",
+                   text="论文的 γ 在圈数 r 上线性（ramp=\"rotations\"，波长图画的就是它）；官方代码、Hugging Face、vLLM "
+                        "在维度对的编号上线性（ramp=\"index\"）。s = 4、d = 128、L = 4096 时 r = 32、r = 1 落在 20.94、"
+                        "45.03 对，取整成 20 与 46；两端相同，第 30 对的 θ'/θ 是 0.436 对 0.712，差得最多（0.275）")
+def test_yarn_ramps_paper_and_deployed():
+    d, base, s, L = 128, 10000.0, 4.0, 4096
+    theta = rope_frequencies(d, base, F64)
+    paper = scaled_rope_frequencies(d, base, "yarn", s, original_len=L)
+    index = scaled_rope_frequencies(d, base, "yarn", s, original_len=L, ramp="index")
+    assert torch.equal(scaled_rope_frequencies(d, base, "yarn", s, original_len=L, ramp="rotations"), paper)
+    for b_fast, b_slow, dd, bb, ll in ((32, 1, d, base, L), (32, 1, 64, 500000.0, 8192), (16, 2, 96, 1e4, 2048)):
+        ours = scaled_rope_frequencies(dd, bb, "yarn", s, original_len=ll, alpha=b_slow, beta=b_fast, ramp="index")
+        assert torch.allclose(ours, deployed_yarn(dd, bb, s, ll, b_fast, b_slow), rtol=1e-12, atol=0)
+    dim_of = [d * math.log(L / (2 * math.pi * r)) / (2 * math.log(base)) for r in (32, 1)]
+    assert [round(v, 2) for v in dim_of] == [20.94, 45.03]
+    assert (math.floor(dim_of[0]), math.ceil(dim_of[1])) == (20, 46)
+    p, q = paper / theta, index / theta
+    assert torch.equal(p[:21], q[:21]) and torch.allclose(p[46:], q[46:], rtol=1e-15)  # 两端相同：不动与除以 s
+    gap = (q - p).abs()
+    assert int(gap.argmax()) == 30 and round(gap.max().item(), 3) == 0.275
+    assert (round(p[30].item(), 3), round(q[30].item(), 3)) == (0.436, 0.712)
+    # 波长图（results/rope-scaling.json）画的是论文的斜坡
+    from snippets.results import load_results
+    from tests.support.sections import ROOT
+    drawn = torch.tensor(load_results(ROOT / "results" / "rope-scaling.json")["wavelengths"]["yarn"], dtype=F64)
+    assert torch.allclose(drawn, 2 * math.pi / paper, rtol=1e-12)
+    assert not torch.allclose(drawn, 2 * math.pi / index, rtol=1e-3)
+    assert_states(ROPE_PAGE, "20.94", "45.03", "0.436", "0.712", "0.275")
+
+
+@pytest.mark.claim("ch07-llama3-rope", paper="Llama 3.1 (Meta 2024); HF transformers rope_type=\"llama3\"",
+                   title="Llama 3.1 的频率规则",
+                   text="factor 8、low_freq_factor 1、high_freq_factor 4、原长度 8192、底数 500000、d = 128："
+                        "波长短于 2048 的 29 对不动，长于 8192 的 29 对除以 8，中间 6 对平滑过渡；"
+                        "它就是论文 YaRN 斜坡取 α = 1、β = 4、L = 8192")
+def test_llama3_rule():
+    d, base, s, L = 128, 500000.0, 8.0, 8192
+    theta = rope_frequencies(d, base, F64)
+    llama = scaled_rope_frequencies(d, base, "llama3", s, original_len=L, low_freq_factor=1.0, high_freq_factor=4.0)
+    assert torch.allclose(llama, deployed_llama3(d, base, s, 1.0, 4.0, L), rtol=1e-12, atol=0)
+    assert torch.equal(scaled_rope_frequencies(d, base, "llama3", s, original_len=L), llama)  # 默认就是 1 与 4
+    wavelength = 2 * math.pi / theta
+    high, low = wavelength < L / 4, wavelength > L / 1
+    middle = ~high & ~low
+    assert (int(high.sum()), int(low.sum()), int(middle.sum())) == (29, 29, 6)
+    assert torch.equal(llama[high], theta[high])                          # 高频：不动
+    assert torch.allclose(llama[low], theta[low] / s, rtol=1e-15)         # 低频：除以 8
+    ratio = llama[middle] / theta[middle]                                 # 中间：在 1/8 与 1 之间单调下降
+    assert bool((ratio < 1).all() and (ratio > 1 / s).all() and (ratio[1:] < ratio[:-1]).all())
+    assert torch.allclose(llama, scaled_rope_frequencies(d, base, "yarn", s, original_len=L, alpha=1.0, beta=4.0),
+                          rtol=1e-15)
+    with pytest.raises(ValueError, match="low_freq_factor"):
+        scaled_rope_frequencies(d, base, "llama3", s, original_len=L, low_freq_factor=4.0, high_freq_factor=1.0)
+    assert_states(ROPE_PAGE, "L/4=2048", "L/1=8192", "29对不动", "29对除以8", "6对")
+
+
+def test_scaled_frequencies_bad_input():
+    with pytest.raises(ValueError, match="ramp='paper'"):
+        scaled_rope_frequencies(8, 1e4, "yarn", 2.0, ramp="paper")
+    with pytest.raises(ValueError, match="ramp='index' applies only to method='yarn'"):
+        scaled_rope_frequencies(8, 1e4, "pi", 2.0, ramp="index")
+    with pytest.raises(ValueError, match="alpha < beta"):
+        scaled_rope_frequencies(8, 1e4, "yarn", 2.0, alpha=32.0, beta=1.0)
