@@ -260,26 +260,79 @@ def test_rope_blocks_absorption():
 
 @pytest.mark.claim("ch12-paged-cache", paper="Kwon et al. 2023",
                    title="分页 KV 缓存 = 连续缓存",
-                   text="读者的 Transformer 用 PagedKVCache（block_size 4，多个层共用一个块池）增量解码 11 步，"
-                        "每一步的 logits 与用第 02 章的 KVCache 逐位相同；块表只按需要申请块")
+                   text="读者的 Transformer 用 PagedKVCache（block_size 4，多个层共用一个块池，批里 2 个不同的序列）增量解码 11 步，"
+                        "每一步每个序列的 logits 与用第 02 章的 KVCache 逐位相同；每个序列有自己的块表，只按需要申请块")
 def test_paged_cache_equals_contiguous():
     torch.manual_seed(0)
     model = Transformer(50, d_model=32, num_heads=4, num_layers=2, d_ff=64, dropout=0.0).double().eval()
-    src = torch.randint(3, 50, (1, 7))
+    src = torch.randint(3, 50, (2, 7))
+    assert not torch.equal(src[0], src[1])
     memory = model.encode(src)
     plain, paged = DecoderCache(model, memory), DecoderCache(model, memory)
     pool = BlockPool(16, 4, 4, 8, dtype=F64)
     paged.layers = [(PagedKVCache(pool), cross) for _, cross in paged.layers]
     assert isinstance(plain.layers[0][0], KVCache)
-    token = torch.tensor([[1]])
+    token = torch.tensor([[1], [2]])
     with torch.no_grad():
         for _ in range(11):
             a, b = decode_step(model, token, plain), decode_step(model, token, paged)
-            assert torch.equal(a, b)
+            assert a.shape == b.shape == (2, 50)
+            for row in range(2):  # 一行一行比：每个序列都留着
+                assert torch.equal(a[row], b[row])
+            assert not torch.equal(a[0], a[1])
             token = a.argmax(-1, keepdim=True)
-    assert [len(c.block_table) for c, _ in paged.layers] == [3, 3]  # ⌈11 / 4⌉ = 3 块
+    assert [[len(t) for t in c.block_tables] for c, _ in paged.layers] == [[3, 3], [3, 3]]  # ⌈11 / 4⌉ = 3 块
     assert_states(CACHE, "\\lceil11/4\\rceil=3")
-    assert len(pool.free) == 16 - 6
+    assert len(pool.free) == 16 - 12
+    for cache, _ in paged.layers:
+        cache.release()
+    assert sorted(pool.free) == list(range(16))
+
+
+def test_paged_cache_rows_match_kv_cache():
+    g = torch.Generator().manual_seed(3)
+    pool = BlockPool(32, 4, 2, 3, dtype=F64)
+    paged, plain = PagedKVCache(pool), KVCache()
+    for t_new in (5, 1, 3, 1, 4):  # 跨块、不整除块大小
+        k, v = (torch.randn(3, 2, t_new, 3, generator=g, dtype=F64) for _ in range(2))
+        got, want = paged.update(k, v), plain.update(k, v)
+        for x, y in zip(got, want):
+            assert x.shape == y.shape == (3, 2, plain.length, 3) and x.dtype == F64
+            for row in range(3):
+                assert torch.equal(x[row], y[row])
+    assert paged.length == plain.length == 14
+    tables = paged.block_tables
+    assert len(tables) == 3 and all(len(t) == 4 for t in tables)  # ⌈14 / 4⌉ = 4 块
+    assert len({b for t in tables for b in t}) == 12  # 每个序列的块各不相同
+    assert paged.nbytes() == 2 * 12 * 2 * 4 * 3 * 8
+
+
+def test_paged_cache_refuses_mismatches():
+    pool = BlockPool(8, 4, 2, 3, dtype=torch.float32)
+    cache = PagedKVCache(pool)
+    x64 = torch.randn(1, 2, 1, 3, dtype=F64)
+    with pytest.raises(ValueError, match="float64.*float32"):
+        cache.update(x64, x64)
+    x = torch.randn(2, 2, 1, 3)
+    with pytest.raises(ValueError, match="v has dtype"):
+        cache.update(x, x.half())
+    with pytest.raises(ValueError, match="d_head=3"):
+        cache.update(torch.randn(2, 2, 1, 4), torch.randn(2, 2, 1, 4))
+    with pytest.raises(ValueError, match="same shape"):
+        cache.update(x, torch.randn(2, 2, 2, 3))
+    cache.update(x, x)
+    with pytest.raises(ValueError, match="batch 3 but the cache holds 2"):
+        cache.update(torch.randn(3, 2, 1, 3), torch.randn(3, 2, 1, 3))
+    assert cache.length == 1 and len(pool.free) == 6  # 拒绝的输入什么也没写
+
+
+def test_paged_cache_follows_device():
+    pool = BlockPool(8, 4, 2, 3, device="meta")
+    k = torch.empty(2, 2, 5, 3, device="meta")
+    keys, values = PagedKVCache(pool).update(k, k)
+    assert keys.device.type == values.device.type == "meta" and keys.shape == (2, 2, 5, 3)
+    with pytest.raises(ValueError, match="meta"):
+        PagedKVCache(pool).update(torch.randn(2, 2, 5, 3), torch.randn(2, 2, 5, 3))
 
 
 def test_kv_waste_bounds():
