@@ -10,6 +10,7 @@ online-softmax 两节，再引入本文件各节；所以下面从 snippets.atte
 
 # --8<-- [start:imports]
 import math
+from fractions import Fraction
 
 import torch
 # --8<-- [end:imports]
@@ -133,12 +134,19 @@ def decode_attention_intensity(n_heads, n_kv_heads, bytes_per_value=2):
 
 
 def compute_bound_batch(d_model, peak_flops, bytes_per_s, bytes_per_value=2):
-    """解码时 d_model × d_model 线性层的最小批大小 b：强度 b·d/(d + 2b)（bf16）不低于拐点。"""
-    ridge = ridge_point(peak_flops, bytes_per_s)
-    b = 1
-    while linear_intensity(b, d_model, d_model, bytes_per_value) < ridge:
-        b += 1
-    return b
+    """解码时 d_model × d_model 线性层受算力限制的最小批大小 t（每个请求 1 个词元，t 个词元）。
+
+    强度 I(t) = 2t·d² / (b·(d² + 2td)) = 2td / (b(d + 2t)) 随 t 增大、趋于 d/b 而不超过它（b = bytes_per_value）。
+    I(t) ≥ 拐点 I* 解出 t ≥ b·I*·d / (2(d − b·I*))：只在 d > b·I* 时有解（bf16 时 d > 2I*，H100 上 d ≥ 591），
+    否则任何批大小都受带宽限制，抛出 ValueError。用分数（Fraction）做精确的有理数运算，再向上取整。
+    """
+    _check_roofline(d_model, peak_flops, bytes_per_s, bytes_per_value)
+    ridge = Fraction(peak_flops) / Fraction(bytes_per_s)  # 拐点 I*，浮点输入的精确值
+    if d_model <= bytes_per_value * ridge:
+        raise ValueError(f"d_model={d_model} is bandwidth-bound at every batch: the intensity of a d×d layer "
+                         f"stays below d_model/bytes_per_value = {d_model / bytes_per_value:g} FLOP/B, "
+                         f"and the ridge point is {float(ridge):.4g} FLOP/B")
+    return math.ceil(bytes_per_value * ridge * d_model / (2 * (d_model - bytes_per_value * ridge)))
 # --8<-- [end:roofline]
 
 
@@ -150,6 +158,15 @@ def _check_flash(q, k, v, causal, block_q, block_k):
             raise ValueError(f"{name} must be a positive int, got {name}={b!r}: {_shapes(q=q, k=k, v=v)}")
     if causal and q.shape[-2] != k.shape[-2]:
         raise ValueError(f"causal=True needs n_q == n_k, got {_shapes(q=q, k=k, v=v)}")
+
+
+def _check_roofline(d_model, peak_flops, bytes_per_s, bytes_per_value):
+    for name, x in (("d_model", d_model), ("bytes_per_value", bytes_per_value)):
+        if not isinstance(x, int) or isinstance(x, bool) or x <= 0:
+            raise ValueError(f"{name} must be a positive int, got {name}={x!r}")
+    for name, x in (("peak_flops", peak_flops), ("bytes_per_s", bytes_per_s)):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
+            raise ValueError(f"{name} must be a positive finite number, got {name}={x!r}")
 
 
 def _check_hbm(n, d, sram_bytes, method, bytes_per_value):

@@ -5,6 +5,7 @@ snippets/serving.py and mla_cache_bytes in snippets/multihead.py, and the claims
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 import torch
@@ -97,7 +98,8 @@ def test_flash_does_not_reduce_flops():
                    title="HBM 访问次数：数循环 = 闭式",
                    text="hbm_accesses 按算法 0、算法 1 的循环数出的元素个数等于闭式 4n² + 4nd 与 2nd + ⌈n/B_c⌉(3nd + 4n)；"
                         "n = 4096、d = 64、SRAM 128 KiB（fp16）时分别是 68,157,440 与 13,369,344，约 5.10 倍；"
-                        "n 增大时 flash 的计数 × M/(n²d²) 趋于 12")
+                        "n 增大时 flash 的计数 × M/(n²d²) 趋于 12 + 16/d（d = 64 时 12.25，n = 2²⁰ 时 12.252），"
+                        "两者之比趋于 M/(d(3d + 4))（5.22）")
 def test_hbm_accesses_match_closed_forms():
     for n in (1, 63, 64, 100, 257, 1000):
         for d in (16, 64, 128):
@@ -111,9 +113,15 @@ def test_hbm_accesses_match_closed_forms():
     assert f"{std / fl:.2f}" == "5.10"
     m = 128 * 1024 // 2
     ratios = [hbm_accesses(n, 64, 128 * 1024, "flash") * m / (n * n * 64 * 64) for n in (4096, 16384)]
-    assert all(12 <= r < 13 for r in ratios) and ratios[-1] < ratios[0]
+    assert all(12.25 < r < 13 for r in ratios) and ratios[-1] < ratios[0]
+    n = 2 ** 20  # 数循环要 ~6700 万次迭代；上面已证闭式 = 数循环，这里用闭式
+    far = hbm_closed_form(n, 64, 128 * 1024, "flash") * m / (n * n * 64 * 64)
+    assert 12 + 16 / 64 == 12.25 and 12.25 < far < 12.2525  # 极限 12 + 16/d，多出的 2M/(nd) ≈ 0.002
+    ratio = hbm_closed_form(n, 64, 128 * 1024, "standard") / hbm_closed_form(n, 64, 128 * 1024, "flash")
+    assert abs(ratio - m / (64 * (3 * 64 + 4))) < 0.01 and f"{ratio:.2f}" == "5.22"
     assert flash_block_sizes(64, m) == (64, 256)
-    assert_states(DERIVATION, "68157440", "13369344", "5.10")
+    assert_states(DERIVATION, "68157440", "13369344", "5.10", "12+16/d", "12.25", "5.22")
+    assert_states(CH12 + "questions.md", "12+16/d")
 
 
 # ---------- roofline ----------
@@ -151,7 +159,8 @@ def test_decode_attention_intensity():
 @pytest.mark.claim("ch12-ridge-point", paper="NVIDIA 规格表",
                    title="屋顶线的拐点与解码转为受算力限制的批大小",
                    text="按厂商规格表的稠密 BF16 峰值与 HBM 带宽，拐点 A100 SXM 80GB ≈ 153、H100 SXM ≈ 295、H200 SXM ≈ 206 FLOP/B；"
-                        "d = 8192 的线性层在解码时批大小至少 159、319、218 才受算力限制")
+                        "d = 8192 的线性层在解码时批大小至少 159、319、218 才受算力限制；强度不超过 d/2，"
+                        "H100 上 d ≤ 590（包括论文 base 模型的 d = 512）任何批大小都受带宽限制，d = 591 要 687,994")
 def test_ridge_points_and_batch():
     ridge = {name: ridge_point(a["bf16_dense_flops"], a["hbm_bytes_per_s"]) for name, a in ACCELERATORS.items()}
     assert {k: round(v) for k, v in ridge.items()} == {"A100 SXM 80GB": 153, "H100 SXM": 295, "H200 SXM": 206}
@@ -161,10 +170,57 @@ def test_ridge_points_and_batch():
     for name, b in batch.items():  # b 是最小的：b − 1 还在带宽一侧
         assert linear_intensity(b - 1, 8192, 8192) < ridge[name] <= linear_intensity(b, 8192, 8192)
     assert_states(DERIVATION, "153", "295", "206", "159", "319", "218")
+    h100 = ACCELERATORS["H100 SXM"]
+    for d in (512, 590):  # d ≤ 2I*：强度 td/(d + 2t) < d/2 ≤ I*，没有解
+        with pytest.raises(ValueError, match=f"d_model={d}"):
+            compute_bound_batch(d, h100["bf16_dense_flops"], h100["hbm_bytes_per_s"])
+    edge = compute_bound_batch(591, h100["bf16_dense_flops"], h100["hbm_bytes_per_s"])
+    assert edge == 687_994
+    assert linear_intensity(edge - 1, 591, 591) < ridge["H100 SXM"] <= linear_intensity(edge, 591, 591)
+    assert_states(DERIVATION, "d\\le590", "d=512", "687994")
     for name, a in ACCELERATORS.items():  # 页面上的规格表与代码里的数相同
         assert_states(DERIVATION, f"|{name}|{a['bf16_dense_flops'] / 1e12:g}TFLOP/s|{a['hbm_bytes_per_s'] / 1e12:g}TB/s|")
         assert a["source"].startswith(("https://www.nvidia.com/", "https://resources.nvidia.com/"))
         assert a["source"] in plain(DERIVATION)
+
+
+def smallest_batch_by_search(d, peak_flops, bytes_per_s, bytes_per_value=2, limit=10 ** 6):
+    """逐个试批大小 t = 1, 2, …，用整数精确比较 2td/(b(d + 2t)) ≥ peak/bandwidth；limit 之内找不到就返回 None。"""
+    ridge = Fraction(peak_flops) / Fraction(bytes_per_s)
+    p, q = ridge.numerator, ridge.denominator
+    for t in range(1, limit + 1):
+        if 2 * t * d * q >= p * bytes_per_value * (d + 2 * t):
+            return t
+    return None
+
+
+def test_compute_bound_batch_equals_search():
+    a = ACCELERATORS["H100 SXM"]
+    cases = [(d, a["bf16_dense_flops"], a["hbm_bytes_per_s"], 2) for d in (591, 592, 600, 640, 700, 1024, 4096, 8192)]
+    cases += [(d, x["bf16_dense_flops"], x["hbm_bytes_per_s"], b) for x in ACCELERATORS.values()
+              for d in range(320, 2400, 61) for b in (1, 2)]
+    cases += [(1300, 600.0, 1.0, 2), (1300, 600, 1, 2), (4, 1.0, 1.0, 2), (3, 1.0, 1.0, 1)]  # 解恰好是整数、拐点很低
+    solved = 0
+    for d, peak, bw, b in cases:
+        expected = smallest_batch_by_search(d, peak, bw, b)
+        if d <= b * Fraction(peak) / Fraction(bw):  # 强度的上限 d/b 不超过拐点：没有解
+            with pytest.raises(ValueError, match="bandwidth-bound"):
+                compute_bound_batch(d, peak, bw, b)
+            assert expected is None
+        else:
+            assert compute_bound_batch(d, peak, bw, b) == expected
+            solved += 1
+    assert compute_bound_batch(1300, 600.0, 1.0) == 7800  # t = I*d/(d − 2I*) = 600·1300/100，恰好取等号
+    assert solved >= 40 and solved < len(cases)
+
+
+def test_compute_bound_batch_bad_input():
+    good = {"d_model": 8192, "peak_flops": 989.5e12, "bytes_per_s": 3.35e12, "bytes_per_value": 2}
+    for name, bad in (("d_model", 0), ("d_model", 512.0), ("d_model", True), ("peak_flops", 0.0), ("peak_flops", -1e12),
+                      ("bytes_per_s", 0), ("bytes_per_s", float("inf")), ("peak_flops", float("nan")),
+                      ("bytes_per_value", 0), ("bytes_per_value", 1.5), ("bytes_per_s", "3.35e12")):
+        with pytest.raises(ValueError, match=name):
+            compute_bound_batch(**{**good, name: bad})
 
 
 # ---------- KV cache, MQA/GQA/MLA ----------
