@@ -10,6 +10,7 @@ from fractions import Fraction
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.nn.attention.bias import causal_lower_right, causal_upper_left
 from torch.utils.flop_counter import FlopCounterMode
 
 from snippets.attention import KVCache, scaled_dot_product_attention
@@ -80,6 +81,58 @@ def test_flash_lse_and_recompute(causal, n_q, n_k, block_q, block_k):
     assert (lse - torch.logsumexp(s, dim=-1)).abs().max().item() < 1e-10
     p = torch.exp(s - lse.unsqueeze(-1))  # 反向传播里按块重算的 P
     assert (p - torch.softmax(s, dim=-1)).abs().max().item() < 1e-12
+
+
+@pytest.mark.claim("ch12-causal-alignment",
+                   paper="FlashAttention README「2.1: Change behavior of causal flag」; PyTorch torch.nn.attention.bias",
+                   title="因果掩码的对齐：n_q < n_k",
+                   text="n_q < n_k 时 flash_attention(causal=True) 按右下角对齐：与 SDPA 加上 causal_lower_right 的掩码"
+                        "在 float64 下相差 < 1e-10（n_q = 1 的解码一步也一样），与 is_causal=True（= causal_upper_left，左上角对齐）不同；"
+                        "1 个查询、5 个键、v = I₅ 时 is_causal=True 只看第 0 个键，得到 [1, 0, 0, 0, 0]")
+def test_causal_alignment_is_bottom_right():
+    for n_q, n_k, block_q, block_k in ((1, 5, 64, 64), (1, 37, 4, 8), (5, 13, 2, 3), (20, 33, 7, 5), (16, 64, 16, 16)):
+        q, k, v = qkv(n_q, n_k, seed=2)
+        out, lse = flash_attention(q, k, v, causal=True, block_q=block_q, block_k=block_k)
+        lower_right = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(n_q, n_k))
+        upper_left = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_upper_left(n_q, n_k))
+        assert (out - lower_right).abs().max().item() < 1e-10
+        assert (out - upper_left).abs().max().item() > 1e-3
+        assert torch.equal(upper_left, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # lse 也按右下角对齐的掩码
+        seen = torch.ones(n_q, n_k, dtype=torch.bool).tril(n_k - n_q)
+        assert (lse - torch.logsumexp(s.masked_fill(~seen, float("-inf")), dim=-1)).abs().max().item() < 1e-10
+    q, k, v = torch.ones(1, 1, 1, 8, dtype=F64), torch.ones(1, 1, 5, 8, dtype=F64), torch.eye(5, dtype=F64)[None, None]
+    assert F.scaled_dot_product_attention(q, k, v, is_causal=True).flatten().tolist() == [1.0, 0.0, 0.0, 0.0, 0.0]
+    assert (flash_attention(q, k, v, causal=True)[0].flatten() - 0.2).abs().max().item() < 1e-15  # 解码：看全部 5 个键
+    assert_states(DERIVATION, "causal_lower_right", "is_causal=True", "[1,0,0,0,0]")
+
+
+@pytest.mark.claim("ch12-flash-fp32", paper="Dao 2023 §3.1",
+                   title="半精度输入，float32 累加",
+                   text="bf16 与 fp16 的输入（n = 512、d = 64、因果）：flash_attention 在 float32 里累加 m、ℓ 与输出，"
+                        "返回输入的 dtype；最大误差等于把 float32 的 SDPA 舍入到该 dtype 的误差，"
+                        "99% 以上的元素与它逐位相同；lse 是 float32")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_flash_half_precision_accumulates_in_fp32(dtype):
+    q, k, v = qkv(512, 512, d=64, d_v=64, batch=(1, 2), seed=0, dtype=torch.float32)
+    q, k, v = (x.to(dtype) for x in (q, k, v))
+    out, lse = flash_attention(q, k, v, causal=True)
+    assert out.dtype == dtype and lse.dtype == torch.float32
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)  # float32 的 SDPA
+    rounding = (ref.to(dtype).float() - ref).abs().max().item()  # 输出存成 dtype 时躲不开的误差
+    assert (out.float() - ref).abs().max().item() <= 1.01 * rounding
+    assert (out == ref.to(dtype)).float().mean().item() >= 0.99
+    s = q.float() @ k.float().transpose(-2, -1) / 8.0
+    s = s.masked_fill(torch.ones(512, 512, dtype=torch.bool).triu(1), float("-inf"))
+    assert (lse - torch.logsumexp(s, dim=-1)).abs().max().item() < 1e-4
+    assert_states(DERIVATION, "float32")
+
+
+def test_flash_follows_device():
+    q = torch.empty(2, 3, 5, 16, device="meta", dtype=torch.bfloat16)
+    k = torch.empty(2, 3, 9, 16, device="meta", dtype=torch.bfloat16)
+    out, lse = flash_attention(q, k, k, causal=True, block_q=2, block_k=4)
+    assert out.device.type == lse.device.type == "meta" and out.dtype == torch.bfloat16 and lse.shape == (2, 3, 5)
 
 
 @pytest.mark.claim("ch12-flash-flops", paper="表 1; Dao et al. 2022",
@@ -417,7 +470,7 @@ def test_int8_elementwise_bound():
 
 @pytest.mark.claim("ch12-bad-input", paper="—",
                    title="错误的输入给出说明形状的 ValueError",
-                   text="块大小不是正整数、因果时 n_q ≠ n_k、MLA 的尺寸不一致（d_rope 为奇数、d_latent 不比 MHA 的缓存小）、"
+                   text="块大小不是正整数、因果时 n_q > n_k、MLA 的尺寸不一致（d_rope 为奇数、d_latent 不比 MHA 的缓存小）、"
                         "未知的 method 都抛出 ValueError，信息里写出参数名与形状")
 def test_bad_input():
     q, k, v = qkv(5, 7)
@@ -425,8 +478,11 @@ def test_bad_input():
         with pytest.raises(ValueError, match=words) as e:
             flash_attention(q, k, v, **kwargs)
         assert "(2, 3, 5, 16)" in str(e.value)
-    with pytest.raises(ValueError, match="n_q == n_k"):
-        flash_attention(q, k, v, causal=True)
+    with pytest.raises(ValueError, match="n_q <= n_k") as e:
+        flash_attention(k, q, q, causal=True)  # n_q = 7 > n_k = 5
+    assert "(2, 3, 7, 16)" in str(e.value)
+    with pytest.raises(ValueError, match="causal must be True or False"):
+        flash_attention(q, k, v, causal="bottom_right")
     with pytest.raises(ValueError, match="d_rope"):
         MultiHeadLatentAttention(48, 4, 8, 12, 5)
     with pytest.raises(ValueError, match="d_latent"):
