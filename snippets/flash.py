@@ -10,6 +10,7 @@ online-softmax 两节，再引入本文件各节；所以下面从 snippets.atte
 
 # --8<-- [start:imports]
 import math
+from fractions import Fraction
 
 import torch
 # --8<-- [end:imports]
@@ -22,30 +23,37 @@ def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
     """FlashAttention 的前向：返回 (out, lse)，out 与 softmax(QKᵀ/√d_k)V 精确相等（只差浮点舍入的顺序）。
 
     q (..., n_q, d_k)，k (..., n_k, d_k)，v (..., n_k, d_v)；block_q、block_k：查询块、键块的大小。
-    out (..., n_q, d_v)；lse (..., n_q) = log Σ_j exp(s_ij)，s = qkᵀ/√d_k，被遮住的位置不计入。
-    causal=True 时要求 n_q = n_k，位置 i 只看 j ≤ i；整块都在对角线上方的键块直接跳过（不读、不算）。
+    out (..., n_q, d_v)，与 q 同 dtype；lse (..., n_q) = log Σ_j exp(s_ij)，s = qkᵀ/√d_k，被遮住的位置不计入。
+    m、ℓ、未归一化的输出与 lse 至少用 float32（bf16/fp16 的输入也一样），和真实内核在寄存器里的累加一样。
+    causal=True：掩码对齐右下角（bottom-right），要求 n_q ≤ n_k，查询 i 只看 j ≤ i + (n_k − n_q)，
+    即 q 是 k 的最后 n_q 个位置（解码一步：1 个查询看全部缓存）；n_q = n_k 时就是通常的 j ≤ i。
+    整块都在对角线右上方的键块直接跳过（不读、不算）。
     同时存在的分数只有 block_q × block_k 个：除 out、lse 外，额外内存 O(block_q·block_k + block_q·d)。
     """
     _check_flash(q, k, v, causal, block_q, block_k)
     n_q, n_k, d_k = q.shape[-2], k.shape[-2], q.shape[-1]
-    out = q.new_empty(q.shape[:-1] + v.shape[-1:])  # (..., n_q, d_v)
-    lse = q.new_empty(q.shape[:-1])  # (..., n_q)
+    acc_dtype = torch.promote_types(q.dtype, torch.float32)  # 累加的精度：至少 float32
+    offset = n_k - n_q  # 右下角对齐：查询 i 是第 i + offset 个位置
+    out = q.new_empty(q.shape[:-1] + v.shape[-1:])  # (..., n_q, d_v)，与 q 同 dtype
+    lse = q.new_empty(q.shape[:-1], dtype=acc_dtype)  # (..., n_q)
     for i in range(0, n_q, block_q):  # 外层：查询块（FlashAttention-2 的顺序，各块彼此独立，可以并行）
-        q_blk = q[..., i:i + block_q, :] / math.sqrt(d_k)  # (..., bq, d_k)
+        q_blk = q[..., i:i + block_q, :].to(acc_dtype) / math.sqrt(d_k)  # (..., bq, d_k)
         bq = q_blk.shape[-2]
-        m = q.new_full(q_blk.shape[:-1] + (1,), float("-inf"))  # (..., bq, 1)
-        l = q.new_zeros(q_blk.shape[:-1] + (1,))  # (..., bq, 1)
-        acc = q.new_zeros(q_blk.shape[:-1] + v.shape[-1:])  # (..., bq, d_v)，不归一化
+        m = q_blk.new_full(q_blk.shape[:-1] + (1,), float("-inf"))  # (..., bq, 1)
+        l = q_blk.new_zeros(q_blk.shape[:-1] + (1,))  # (..., bq, 1)
+        acc = q_blk.new_zeros(q_blk.shape[:-1] + v.shape[-1:])  # (..., bq, d_v)，不归一化
         for j in range(0, n_k, block_k):  # 内层：键块，K_j、V_j 读进片上 SRAM
-            if causal and j > i + bq - 1:
+            if causal and j > i + bq - 1 + offset:
                 break  # 这一块的每个键都在每个查询之后：整块跳过
-            s = q_blk @ k[..., j:j + block_k, :].transpose(-2, -1)  # (..., bq, bk)
-            if causal and j + s.shape[-1] - 1 > i:  # 块跨过对角线：块内遮住 j > i 的位置
-                rows = torch.arange(i, i + bq, device=q.device)[:, None]  # (bq, 1)
+            k_blk = k[..., j:j + block_k, :].to(acc_dtype)  # (..., bk, d_k)
+            s = q_blk @ k_blk.transpose(-2, -1)  # (..., bq, bk)
+            if causal and j + s.shape[-1] - 1 > i + offset:  # 块跨过对角线：块内遮住 j > i + offset 的位置
+                rows = torch.arange(i + offset, i + offset + bq, device=q.device)[:, None]  # (bq, 1)
                 cols = torch.arange(j, j + s.shape[-1], device=q.device)[None, :]  # (1, bk)
                 s = s.masked_fill(cols > rows, float("-inf"))
-            m, l, acc = online_softmax_update(m, l, acc, s, v[..., j:j + block_k, :])  # 第 01 章的递推
-        out[..., i:i + bq, :] = acc / l  # 只在最后除一次 ℓ（FlashAttention-2）
+            v_blk = v[..., j:j + block_k, :].to(acc_dtype)  # (..., bk, d_v)
+            m, l, acc = online_softmax_update(m, l, acc, s, v_blk)  # 第 01 章的递推
+        out[..., i:i + bq, :] = acc / l  # 只在最后除一次 ℓ（FlashAttention-2），写回时转成 q 的 dtype
         lse[..., i:i + bq] = (m + torch.log(l)).squeeze(-1)  # L = m + log ℓ，反向传播只存它
     return out, lse
 # --8<-- [end:flash]
@@ -133,12 +141,19 @@ def decode_attention_intensity(n_heads, n_kv_heads, bytes_per_value=2):
 
 
 def compute_bound_batch(d_model, peak_flops, bytes_per_s, bytes_per_value=2):
-    """解码时 d_model × d_model 线性层的最小批大小 b：强度 b·d/(d + 2b)（bf16）不低于拐点。"""
-    ridge = ridge_point(peak_flops, bytes_per_s)
-    b = 1
-    while linear_intensity(b, d_model, d_model, bytes_per_value) < ridge:
-        b += 1
-    return b
+    """解码时 d_model × d_model 线性层受算力限制的最小批大小 t（每个请求 1 个词元，t 个词元）。
+
+    强度 I(t) = 2t·d² / (b·(d² + 2td)) = 2td / (b(d + 2t)) 随 t 增大、趋于 d/b 而不超过它（b = bytes_per_value）。
+    I(t) ≥ 拐点 I* 解出 t ≥ b·I*·d / (2(d − b·I*))：只在 d > b·I* 时有解（bf16 时 d > 2I*，H100 上 d ≥ 591），
+    否则任何批大小都受带宽限制，抛出 ValueError。用分数（Fraction）做精确的有理数运算，再向上取整。
+    """
+    _check_roofline(d_model, peak_flops, bytes_per_s, bytes_per_value)
+    ridge = Fraction(peak_flops) / Fraction(bytes_per_s)  # 拐点 I*，浮点输入的精确值
+    if d_model <= bytes_per_value * ridge:
+        raise ValueError(f"d_model={d_model} is bandwidth-bound at every batch: the intensity of a d×d layer "
+                         f"stays below d_model/bytes_per_value = {d_model / bytes_per_value:g} FLOP/B, "
+                         f"and the ridge point is {float(ridge):.4g} FLOP/B")
+    return math.ceil(bytes_per_value * ridge * d_model / (2 * (d_model - bytes_per_value * ridge)))
 # --8<-- [end:roofline]
 
 
@@ -148,8 +163,19 @@ def _check_flash(q, k, v, causal, block_q, block_k):
     for name, b in (("block_q", block_q), ("block_k", block_k)):
         if not isinstance(b, int) or isinstance(b, bool) or b <= 0:
             raise ValueError(f"{name} must be a positive int, got {name}={b!r}: {_shapes(q=q, k=k, v=v)}")
-    if causal and q.shape[-2] != k.shape[-2]:
-        raise ValueError(f"causal=True needs n_q == n_k, got {_shapes(q=q, k=k, v=v)}")
+    if not isinstance(causal, bool):
+        raise ValueError(f"causal must be True or False, got causal={causal!r}: {_shapes(q=q, k=k, v=v)}")
+    if causal and q.shape[-2] > k.shape[-2]:  # 右下角对齐时前 n_q − n_k 个查询一个键也看不到
+        raise ValueError(f"causal=True (bottom-right aligned) needs n_q <= n_k, got {_shapes(q=q, k=k, v=v)}")
+
+
+def _check_roofline(d_model, peak_flops, bytes_per_s, bytes_per_value):
+    for name, x in (("d_model", d_model), ("bytes_per_value", bytes_per_value)):
+        if not isinstance(x, int) or isinstance(x, bool) or x <= 0:
+            raise ValueError(f"{name} must be a positive int, got {name}={x!r}")
+    for name, x in (("peak_flops", peak_flops), ("bytes_per_s", bytes_per_s)):
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x <= 0:
+            raise ValueError(f"{name} must be a positive finite number, got {name}={x!r}")
 
 
 def _check_hbm(n, d, sram_bytes, method, bytes_per_value):

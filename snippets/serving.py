@@ -1,7 +1,7 @@
 """第 12 章：推理服务里的 KV 缓存管理。
 
 - 分页 KV 缓存（PagedAttention 的块表，Kwon et al. 2023，arXiv 2309.06180）：与第 02 章的 KVCache 接口相同，
-  可以直接交给读者的解码器；
+  批里每个序列一张块表，可以直接交给读者的解码器；
 - KV 缓存的 int8 量化（按词元对称量化）与它的误差上界；
 - 在一条模拟的请求序列上：连续预留与分页的显存浪费，静态批处理与连续批处理的吞吐与延迟。
 
@@ -20,10 +20,10 @@ import torch
 class BlockPool:
     """所有请求共用的物理块：k、v 各 (n_blocks, h, block_size, d_head)，外加一个空闲块列表。"""
 
-    def __init__(self, n_blocks, block_size, n_heads, d_head, dtype=torch.float32):
+    def __init__(self, n_blocks, block_size, n_heads, d_head, dtype=torch.float32, device=None):
         _check_positive(n_blocks=n_blocks, block_size=block_size, n_heads=n_heads, d_head=d_head)
         self.block_size = block_size
-        self.k = torch.zeros(n_blocks, n_heads, block_size, d_head, dtype=dtype)
+        self.k = torch.zeros(n_blocks, n_heads, block_size, d_head, dtype=dtype, device=device)
         self.v = torch.zeros_like(self.k)
         self.free = list(range(n_blocks))  # 空闲的物理块号
 
@@ -34,36 +34,52 @@ class BlockPool:
 
 
 class PagedKVCache:
-    """一个请求、一个注意力模块的分页缓存（batch = 1）。接口与 KVCache 相同：static、k、length、update、nbytes。
+    """一个注意力模块的分页缓存，批里每个序列一张块表。接口与 KVCache 相同：static、k、length、update、nbytes。
 
-    block_table[b] = 第 b 个逻辑块所在的物理块号；第 t 个词元在逻辑块 t // block_size 的第 t % block_size 格。
+    block_tables[r][b] = 第 r 个序列的第 b 个逻辑块所在的物理块号；
+    第 t 个词元在逻辑块 t // block_size 的第 t % block_size 格。
     """
 
     static = False
     k = None  # MultiHeadAttention 只在 static=True 时读 cache.k
 
     def __init__(self, pool):
-        self.pool, self.block_table, self.length = pool, [], 0
+        self.pool, self.block_tables, self.length = pool, [], 0
 
     def update(self, k, v):
-        """接上新位置的 k、v (1, h, t_new, d_head)，返回到目前为止的全部 K、V (1, h, t, d_head)。"""
+        """接上新位置的 k、v (batch, h, t_new, d_head)，返回到目前为止的全部 K、V (batch, h, t, d_head)。
+
+        为了清楚，这里每一步都按块表把各块拼回一份连续的 K、V 再交给公式 (1)：每步复制整段缓存。
+        真正的分页注意力内核不做这次复制，而是在算注意力时按块表直接从池子里的各块读 K、V。
+        """
+        _check_paged(self, k, v)
+        if not self.block_tables:  # 第一次调用：批里每个序列一张空块表
+            self.block_tables = [[] for _ in range(k.shape[0])]
         size = self.pool.block_size
         for s in range(k.shape[-2]):  # 逐个词元写进它所在的块；块满了才向池子要新块
             if self.length % size == 0:
-                self.block_table.append(self.pool.allocate())
-            block, slot = self.block_table[-1], self.length % size
-            self.pool.k[block, :, slot] = k[0, :, s]
-            self.pool.v[block, :, slot] = v[0, :, s]
+                for table in self.block_tables:
+                    table.append(self.pool.allocate())
+            blocks = torch.tensor([table[-1] for table in self.block_tables], device=k.device)  # (batch,)
+            slot = self.length % size
+            self.pool.k[blocks, :, slot] = k[:, :, s]  # (batch, h, d_head)：每个序列写进自己的块
+            self.pool.v[blocks, :, slot] = v[:, :, s]
             self.length += 1
-        table = torch.tensor(self.block_table)
-        h, d = k.shape[1], k.shape[-1]
-        keys = self.pool.k[table].transpose(0, 1).reshape(h, -1, d)[:, :self.length]  # (h, t, d_head)
-        values = self.pool.v[table].transpose(0, 1).reshape(h, -1, d)[:, :self.length]
-        return keys.unsqueeze(0), values.unsqueeze(0)  # (1, h, t, d_head)
+        table = torch.tensor(self.block_tables, device=k.device)  # (batch, 块数)
+        batch, h, d = k.shape[0], k.shape[1], k.shape[-1]
+        keys = self.pool.k[table].transpose(1, 2).reshape(batch, h, -1, d)[:, :, :self.length]  # (batch, h, t, d_head)
+        values = self.pool.v[table].transpose(1, 2).reshape(batch, h, -1, d)[:, :, :self.length]
+        return keys, values
+
+    def release(self):
+        """请求结束：把它的块还给池子。"""
+        for table in self.block_tables:
+            self.pool.free.extend(table)
+        self.block_tables, self.length = [], 0
 
     def nbytes(self):
         """占用的字节数：按整块计（最后一块可能没填满）。"""
-        return 2 * len(self.block_table) * self.pool.k[0].nbytes
+        return 2 * sum(len(table) for table in self.block_tables) * self.pool.k[0].nbytes
 # --8<-- [end:paged]
 
 
@@ -155,6 +171,28 @@ def simulate_batching(trace, policy, max_batch=16, record_lengths=False):
 
 
 # --8<-- [start:checks]
+def _check_paged(cache, k, v):
+    pool = cache.pool.k  # (n_blocks, h, block_size, d_head)
+    for name, t in (("k", k), ("v", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+    shapes = f"k {tuple(k.shape)}, v {tuple(v.shape)}, pool blocks {tuple(pool.shape)}"
+    for name, t in (("k", k), ("v", v)):
+        if t.dtype != pool.dtype:  # 不悄悄转换精度
+            raise ValueError(f"{name} has dtype {t.dtype} but the block pool holds {pool.dtype}: {shapes}")
+        if t.device != pool.device:
+            raise ValueError(f"{name} is on {t.device} but the block pool is on {pool.device}: {shapes}")
+        if t.dim() != 4 or t.shape[1] != pool.shape[1] or t.shape[-1] != pool.shape[-1]:
+            raise ValueError(f"{name} must have shape (batch, h={pool.shape[1]}, t_new, d_head={pool.shape[-1]}): "
+                             f"{shapes}")
+    if k.shape != v.shape:
+        raise ValueError(f"k and v must have the same shape: {shapes}")
+    if k.shape[0] == 0 or k.shape[-2] == 0:
+        raise ValueError(f"k has batch = 0 or t_new = 0: {shapes}")
+    if cache.block_tables and k.shape[0] != len(cache.block_tables):
+        raise ValueError(f"k has batch {k.shape[0]} but the cache holds {len(cache.block_tables)} sequences: {shapes}")
+
+
 def _check_positive(**sizes):
     for name, x in sizes.items():
         if not isinstance(x, int) or isinstance(x, bool) or x <= 0:

@@ -5,10 +5,12 @@ snippets/serving.py and mla_cache_bytes in snippets/multihead.py, and the claims
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.nn.attention.bias import causal_lower_right, causal_upper_left
 from torch.utils.flop_counter import FlopCounterMode
 
 from snippets.attention import KVCache, scaled_dot_product_attention
@@ -81,6 +83,58 @@ def test_flash_lse_and_recompute(causal, n_q, n_k, block_q, block_k):
     assert (p - torch.softmax(s, dim=-1)).abs().max().item() < 1e-12
 
 
+@pytest.mark.claim("ch12-causal-alignment",
+                   paper="FlashAttention README「2.1: Change behavior of causal flag」; PyTorch torch.nn.attention.bias",
+                   title="因果掩码的对齐：n_q < n_k",
+                   text="n_q < n_k 时 flash_attention(causal=True) 按右下角对齐：与 SDPA 加上 causal_lower_right 的掩码"
+                        "在 float64 下相差 < 1e-10（n_q = 1 的解码一步也一样），与 is_causal=True（= causal_upper_left，左上角对齐）不同；"
+                        "1 个查询、5 个键、v = I₅ 时 is_causal=True 只看第 0 个键，得到 [1, 0, 0, 0, 0]")
+def test_causal_alignment_is_bottom_right():
+    for n_q, n_k, block_q, block_k in ((1, 5, 64, 64), (1, 37, 4, 8), (5, 13, 2, 3), (20, 33, 7, 5), (16, 64, 16, 16)):
+        q, k, v = qkv(n_q, n_k, seed=2)
+        out, lse = flash_attention(q, k, v, causal=True, block_q=block_q, block_k=block_k)
+        lower_right = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_lower_right(n_q, n_k))
+        upper_left = F.scaled_dot_product_attention(q, k, v, attn_mask=causal_upper_left(n_q, n_k))
+        assert (out - lower_right).abs().max().item() < 1e-10
+        assert (out - upper_left).abs().max().item() > 1e-3
+        assert torch.equal(upper_left, F.scaled_dot_product_attention(q, k, v, is_causal=True))
+        s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # lse 也按右下角对齐的掩码
+        seen = torch.ones(n_q, n_k, dtype=torch.bool).tril(n_k - n_q)
+        assert (lse - torch.logsumexp(s.masked_fill(~seen, float("-inf")), dim=-1)).abs().max().item() < 1e-10
+    q, k, v = torch.ones(1, 1, 1, 8, dtype=F64), torch.ones(1, 1, 5, 8, dtype=F64), torch.eye(5, dtype=F64)[None, None]
+    assert F.scaled_dot_product_attention(q, k, v, is_causal=True).flatten().tolist() == [1.0, 0.0, 0.0, 0.0, 0.0]
+    assert (flash_attention(q, k, v, causal=True)[0].flatten() - 0.2).abs().max().item() < 1e-15  # 解码：看全部 5 个键
+    assert_states(DERIVATION, "causal_lower_right", "is_causal=True", "[1,0,0,0,0]")
+
+
+@pytest.mark.claim("ch12-flash-fp32", paper="Dao 2023 §3.1",
+                   title="半精度输入，float32 累加",
+                   text="bf16 与 fp16 的输入（n = 512、d = 64、因果）：flash_attention 在 float32 里累加 m、ℓ 与输出，"
+                        "返回输入的 dtype；最大误差等于把 float32 的 SDPA 舍入到该 dtype 的误差，"
+                        "99% 以上的元素与它逐位相同；lse 是 float32")
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_flash_half_precision_accumulates_in_fp32(dtype):
+    q, k, v = qkv(512, 512, d=64, d_v=64, batch=(1, 2), seed=0, dtype=torch.float32)
+    q, k, v = (x.to(dtype) for x in (q, k, v))
+    out, lse = flash_attention(q, k, v, causal=True)
+    assert out.dtype == dtype and lse.dtype == torch.float32
+    ref = F.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=True)  # float32 的 SDPA
+    rounding = (ref.to(dtype).float() - ref).abs().max().item()  # 输出存成 dtype 时躲不开的误差
+    assert (out.float() - ref).abs().max().item() <= 1.01 * rounding
+    assert (out == ref.to(dtype)).float().mean().item() >= 0.99
+    s = q.float() @ k.float().transpose(-2, -1) / 8.0
+    s = s.masked_fill(torch.ones(512, 512, dtype=torch.bool).triu(1), float("-inf"))
+    assert (lse - torch.logsumexp(s, dim=-1)).abs().max().item() < 1e-4
+    assert_states(DERIVATION, "float32")
+
+
+def test_flash_follows_device():
+    q = torch.empty(2, 3, 5, 16, device="meta", dtype=torch.bfloat16)
+    k = torch.empty(2, 3, 9, 16, device="meta", dtype=torch.bfloat16)
+    out, lse = flash_attention(q, k, k, causal=True, block_q=2, block_k=4)
+    assert out.device.type == lse.device.type == "meta" and out.dtype == torch.bfloat16 and lse.shape == (2, 3, 5)
+
+
 @pytest.mark.claim("ch12-flash-flops", paper="表 1; Dao et al. 2022",
                    title="常见误解：FlashAttention 减少了 FLOPs",
                    text="FlopCounterMode 数出的矩阵乘 FLOPs：flash_attention（非因果）与公式 (1) 的朴素实现相同，都是 4n²d；"
@@ -97,7 +151,8 @@ def test_flash_does_not_reduce_flops():
                    title="HBM 访问次数：数循环 = 闭式",
                    text="hbm_accesses 按算法 0、算法 1 的循环数出的元素个数等于闭式 4n² + 4nd 与 2nd + ⌈n/B_c⌉(3nd + 4n)；"
                         "n = 4096、d = 64、SRAM 128 KiB（fp16）时分别是 68,157,440 与 13,369,344，约 5.10 倍；"
-                        "n 增大时 flash 的计数 × M/(n²d²) 趋于 12")
+                        "n 增大时 flash 的计数 × M/(n²d²) 趋于 12 + 16/d（d = 64 时 12.25，n = 2²⁰ 时 12.252），"
+                        "两者之比趋于 M/(d(3d + 4))（5.22）")
 def test_hbm_accesses_match_closed_forms():
     for n in (1, 63, 64, 100, 257, 1000):
         for d in (16, 64, 128):
@@ -111,9 +166,15 @@ def test_hbm_accesses_match_closed_forms():
     assert f"{std / fl:.2f}" == "5.10"
     m = 128 * 1024 // 2
     ratios = [hbm_accesses(n, 64, 128 * 1024, "flash") * m / (n * n * 64 * 64) for n in (4096, 16384)]
-    assert all(12 <= r < 13 for r in ratios) and ratios[-1] < ratios[0]
+    assert all(12.25 < r < 13 for r in ratios) and ratios[-1] < ratios[0]
+    n = 2 ** 20  # 数循环要 ~6700 万次迭代；上面已证闭式 = 数循环，这里用闭式
+    far = hbm_closed_form(n, 64, 128 * 1024, "flash") * m / (n * n * 64 * 64)
+    assert 12 + 16 / 64 == 12.25 and 12.25 < far < 12.2525  # 极限 12 + 16/d，多出的 2M/(nd) ≈ 0.002
+    ratio = hbm_closed_form(n, 64, 128 * 1024, "standard") / hbm_closed_form(n, 64, 128 * 1024, "flash")
+    assert abs(ratio - m / (64 * (3 * 64 + 4))) < 0.01 and f"{ratio:.2f}" == "5.22"
     assert flash_block_sizes(64, m) == (64, 256)
-    assert_states(DERIVATION, "68157440", "13369344", "5.10")
+    assert_states(DERIVATION, "68157440", "13369344", "5.10", "12+16/d", "12.25", "5.22")
+    assert_states(CH12 + "questions.md", "12+16/d")
 
 
 # ---------- roofline ----------
@@ -151,7 +212,8 @@ def test_decode_attention_intensity():
 @pytest.mark.claim("ch12-ridge-point", paper="NVIDIA 规格表",
                    title="屋顶线的拐点与解码转为受算力限制的批大小",
                    text="按厂商规格表的稠密 BF16 峰值与 HBM 带宽，拐点 A100 SXM 80GB ≈ 153、H100 SXM ≈ 295、H200 SXM ≈ 206 FLOP/B；"
-                        "d = 8192 的线性层在解码时批大小至少 159、319、218 才受算力限制")
+                        "d = 8192 的线性层在解码时批大小至少 159、319、218 才受算力限制；强度不超过 d/2，"
+                        "H100 上 d ≤ 590（包括论文 base 模型的 d = 512）任何批大小都受带宽限制，d = 591 要 687,994")
 def test_ridge_points_and_batch():
     ridge = {name: ridge_point(a["bf16_dense_flops"], a["hbm_bytes_per_s"]) for name, a in ACCELERATORS.items()}
     assert {k: round(v) for k, v in ridge.items()} == {"A100 SXM 80GB": 153, "H100 SXM": 295, "H200 SXM": 206}
@@ -161,10 +223,57 @@ def test_ridge_points_and_batch():
     for name, b in batch.items():  # b 是最小的：b − 1 还在带宽一侧
         assert linear_intensity(b - 1, 8192, 8192) < ridge[name] <= linear_intensity(b, 8192, 8192)
     assert_states(DERIVATION, "153", "295", "206", "159", "319", "218")
+    h100 = ACCELERATORS["H100 SXM"]
+    for d in (512, 590):  # d ≤ 2I*：强度 td/(d + 2t) < d/2 ≤ I*，没有解
+        with pytest.raises(ValueError, match=f"d_model={d}"):
+            compute_bound_batch(d, h100["bf16_dense_flops"], h100["hbm_bytes_per_s"])
+    edge = compute_bound_batch(591, h100["bf16_dense_flops"], h100["hbm_bytes_per_s"])
+    assert edge == 687_994
+    assert linear_intensity(edge - 1, 591, 591) < ridge["H100 SXM"] <= linear_intensity(edge, 591, 591)
+    assert_states(DERIVATION, "d\\le590", "d=512", "687994")
     for name, a in ACCELERATORS.items():  # 页面上的规格表与代码里的数相同
         assert_states(DERIVATION, f"|{name}|{a['bf16_dense_flops'] / 1e12:g}TFLOP/s|{a['hbm_bytes_per_s'] / 1e12:g}TB/s|")
         assert a["source"].startswith(("https://www.nvidia.com/", "https://resources.nvidia.com/"))
         assert a["source"] in plain(DERIVATION)
+
+
+def smallest_batch_by_search(d, peak_flops, bytes_per_s, bytes_per_value=2, limit=10 ** 6):
+    """逐个试批大小 t = 1, 2, …，用整数精确比较 2td/(b(d + 2t)) ≥ peak/bandwidth；limit 之内找不到就返回 None。"""
+    ridge = Fraction(peak_flops) / Fraction(bytes_per_s)
+    p, q = ridge.numerator, ridge.denominator
+    for t in range(1, limit + 1):
+        if 2 * t * d * q >= p * bytes_per_value * (d + 2 * t):
+            return t
+    return None
+
+
+def test_compute_bound_batch_equals_search():
+    a = ACCELERATORS["H100 SXM"]
+    cases = [(d, a["bf16_dense_flops"], a["hbm_bytes_per_s"], 2) for d in (591, 592, 600, 640, 700, 1024, 4096, 8192)]
+    cases += [(d, x["bf16_dense_flops"], x["hbm_bytes_per_s"], b) for x in ACCELERATORS.values()
+              for d in range(320, 2400, 61) for b in (1, 2)]
+    cases += [(1300, 600.0, 1.0, 2), (1300, 600, 1, 2), (4, 1.0, 1.0, 2), (3, 1.0, 1.0, 1)]  # 解恰好是整数、拐点很低
+    solved = 0
+    for d, peak, bw, b in cases:
+        expected = smallest_batch_by_search(d, peak, bw, b)
+        if d <= b * Fraction(peak) / Fraction(bw):  # 强度的上限 d/b 不超过拐点：没有解
+            with pytest.raises(ValueError, match="bandwidth-bound"):
+                compute_bound_batch(d, peak, bw, b)
+            assert expected is None
+        else:
+            assert compute_bound_batch(d, peak, bw, b) == expected
+            solved += 1
+    assert compute_bound_batch(1300, 600.0, 1.0) == 7800  # t = I*d/(d − 2I*) = 600·1300/100，恰好取等号
+    assert solved >= 40 and solved < len(cases)
+
+
+def test_compute_bound_batch_bad_input():
+    good = {"d_model": 8192, "peak_flops": 989.5e12, "bytes_per_s": 3.35e12, "bytes_per_value": 2}
+    for name, bad in (("d_model", 0), ("d_model", 512.0), ("d_model", True), ("peak_flops", 0.0), ("peak_flops", -1e12),
+                      ("bytes_per_s", 0), ("bytes_per_s", float("inf")), ("peak_flops", float("nan")),
+                      ("bytes_per_value", 0), ("bytes_per_value", 1.5), ("bytes_per_s", "3.35e12")):
+        with pytest.raises(ValueError, match=name):
+            compute_bound_batch(**{**good, name: bad})
 
 
 # ---------- KV cache, MQA/GQA/MLA ----------
@@ -260,26 +369,79 @@ def test_rope_blocks_absorption():
 
 @pytest.mark.claim("ch12-paged-cache", paper="Kwon et al. 2023",
                    title="分页 KV 缓存 = 连续缓存",
-                   text="读者的 Transformer 用 PagedKVCache（block_size 4，多个层共用一个块池）增量解码 11 步，"
-                        "每一步的 logits 与用第 02 章的 KVCache 逐位相同；块表只按需要申请块")
+                   text="读者的 Transformer 用 PagedKVCache（block_size 4，多个层共用一个块池，批里 2 个不同的序列）增量解码 11 步，"
+                        "每一步每个序列的 logits 与用第 02 章的 KVCache 逐位相同；每个序列有自己的块表，只按需要申请块")
 def test_paged_cache_equals_contiguous():
     torch.manual_seed(0)
     model = Transformer(50, d_model=32, num_heads=4, num_layers=2, d_ff=64, dropout=0.0).double().eval()
-    src = torch.randint(3, 50, (1, 7))
+    src = torch.randint(3, 50, (2, 7))
+    assert not torch.equal(src[0], src[1])
     memory = model.encode(src)
     plain, paged = DecoderCache(model, memory), DecoderCache(model, memory)
     pool = BlockPool(16, 4, 4, 8, dtype=F64)
     paged.layers = [(PagedKVCache(pool), cross) for _, cross in paged.layers]
     assert isinstance(plain.layers[0][0], KVCache)
-    token = torch.tensor([[1]])
+    token = torch.tensor([[1], [2]])
     with torch.no_grad():
         for _ in range(11):
             a, b = decode_step(model, token, plain), decode_step(model, token, paged)
-            assert torch.equal(a, b)
+            assert a.shape == b.shape == (2, 50)
+            for row in range(2):  # 一行一行比：每个序列都留着
+                assert torch.equal(a[row], b[row])
+            assert not torch.equal(a[0], a[1])
             token = a.argmax(-1, keepdim=True)
-    assert [len(c.block_table) for c, _ in paged.layers] == [3, 3]  # ⌈11 / 4⌉ = 3 块
+    assert [[len(t) for t in c.block_tables] for c, _ in paged.layers] == [[3, 3], [3, 3]]  # ⌈11 / 4⌉ = 3 块
     assert_states(CACHE, "\\lceil11/4\\rceil=3")
-    assert len(pool.free) == 16 - 6
+    assert len(pool.free) == 16 - 12
+    for cache, _ in paged.layers:
+        cache.release()
+    assert sorted(pool.free) == list(range(16))
+
+
+def test_paged_cache_rows_match_kv_cache():
+    g = torch.Generator().manual_seed(3)
+    pool = BlockPool(32, 4, 2, 3, dtype=F64)
+    paged, plain = PagedKVCache(pool), KVCache()
+    for t_new in (5, 1, 3, 1, 4):  # 跨块、不整除块大小
+        k, v = (torch.randn(3, 2, t_new, 3, generator=g, dtype=F64) for _ in range(2))
+        got, want = paged.update(k, v), plain.update(k, v)
+        for x, y in zip(got, want):
+            assert x.shape == y.shape == (3, 2, plain.length, 3) and x.dtype == F64
+            for row in range(3):
+                assert torch.equal(x[row], y[row])
+    assert paged.length == plain.length == 14
+    tables = paged.block_tables
+    assert len(tables) == 3 and all(len(t) == 4 for t in tables)  # ⌈14 / 4⌉ = 4 块
+    assert len({b for t in tables for b in t}) == 12  # 每个序列的块各不相同
+    assert paged.nbytes() == 2 * 12 * 2 * 4 * 3 * 8
+
+
+def test_paged_cache_refuses_mismatches():
+    pool = BlockPool(8, 4, 2, 3, dtype=torch.float32)
+    cache = PagedKVCache(pool)
+    x64 = torch.randn(1, 2, 1, 3, dtype=F64)
+    with pytest.raises(ValueError, match="float64.*float32"):
+        cache.update(x64, x64)
+    x = torch.randn(2, 2, 1, 3)
+    with pytest.raises(ValueError, match="v has dtype"):
+        cache.update(x, x.half())
+    with pytest.raises(ValueError, match="d_head=3"):
+        cache.update(torch.randn(2, 2, 1, 4), torch.randn(2, 2, 1, 4))
+    with pytest.raises(ValueError, match="same shape"):
+        cache.update(x, torch.randn(2, 2, 2, 3))
+    cache.update(x, x)
+    with pytest.raises(ValueError, match="batch 3 but the cache holds 2"):
+        cache.update(torch.randn(3, 2, 1, 3), torch.randn(3, 2, 1, 3))
+    assert cache.length == 1 and len(pool.free) == 6  # 拒绝的输入什么也没写
+
+
+def test_paged_cache_follows_device():
+    pool = BlockPool(8, 4, 2, 3, device="meta")
+    k = torch.empty(2, 2, 5, 3, device="meta")
+    keys, values = PagedKVCache(pool).update(k, k)
+    assert keys.device.type == values.device.type == "meta" and keys.shape == (2, 2, 5, 3)
+    with pytest.raises(ValueError, match="meta"):
+        PagedKVCache(pool).update(torch.randn(2, 2, 5, 3), torch.randn(2, 2, 5, 3))
 
 
 def test_kv_waste_bounds():
@@ -308,7 +470,7 @@ def test_int8_elementwise_bound():
 
 @pytest.mark.claim("ch12-bad-input", paper="—",
                    title="错误的输入给出说明形状的 ValueError",
-                   text="块大小不是正整数、因果时 n_q ≠ n_k、MLA 的尺寸不一致（d_rope 为奇数、d_latent 不比 MHA 的缓存小）、"
+                   text="块大小不是正整数、因果时 n_q > n_k、MLA 的尺寸不一致（d_rope 为奇数、d_latent 不比 MHA 的缓存小）、"
                         "未知的 method 都抛出 ValueError，信息里写出参数名与形状")
 def test_bad_input():
     q, k, v = qkv(5, 7)
@@ -316,8 +478,11 @@ def test_bad_input():
         with pytest.raises(ValueError, match=words) as e:
             flash_attention(q, k, v, **kwargs)
         assert "(2, 3, 5, 16)" in str(e.value)
-    with pytest.raises(ValueError, match="n_q == n_k"):
-        flash_attention(q, k, v, causal=True)
+    with pytest.raises(ValueError, match="n_q <= n_k") as e:
+        flash_attention(k, q, q, causal=True)  # n_q = 7 > n_k = 5
+    assert "(2, 3, 7, 16)" in str(e.value)
+    with pytest.raises(ValueError, match="causal must be True or False"):
+        flash_attention(q, k, v, causal="bottom_right")
     with pytest.raises(ValueError, match="d_rope"):
         MultiHeadLatentAttention(48, 4, 8, 12, 5)
     with pytest.raises(ValueError, match="d_latent"):
