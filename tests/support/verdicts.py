@@ -63,9 +63,14 @@ def problems(text: str, c: SeedComparison, higher=HIGHER, lower=LOWER) -> list[s
     return found
 
 
-def assert_reading(page: str, fragment: str, c: SeedComparison, **words) -> str:
-    """The sentence of ``page`` holding ``fragment`` reads ``c`` as its verdict allows; returns it."""
+def assert_reading(page: str, fragment: str, c: SeedComparison, stated: str | None = None, **words) -> str:
+    """The sentence of ``page`` holding ``fragment`` reads ``c`` as its verdict allows; returns it.
+
+    ``stated``: text the sentence must contain, typically ``snippets.stats.describe(c, ...)`` (mean
+    difference, interval, seeds that agree, verdict), so that the page's numbers are the helper's."""
     text = sentence(page, fragment)
     found = problems(text, c, **words)
+    if stated is not None and stated not in text:
+        found.append(f"does not state {stated!r}")
     assert not found, f"docs/{page}: {text.strip()!r} — " + "; ".join(found)
     return text
