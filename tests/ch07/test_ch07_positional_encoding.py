@@ -564,8 +564,9 @@ def deployed_llama3(d, base, factor, low_freq_factor, high_freq_factor, old_cont
 
 @pytest.mark.claim("ch07-yarn-ramps", paper="YaRN (Peng et al. 2023); jquesnelle/yarn; HF transformers; vLLM",
                    title="YaRN 的两种斜坡：论文的与部署代码的",
-                   text="论文的 γ 在圈数 r 上线性（ramp=\"rotations\"，波长图画的就是它）；官方代码、Hugging Face、vLLM "
-                        "在维度对的编号上线性（ramp=\"index\"）。s = 4、d = 128、L = 4096 时 r = 32、r = 1 落在 20.94、"
+                   text='论文的 γ 在圈数 r 上线性（`ramp="rotations"`，波长图画的就是它）；官方代码、Hugging Face、vLLM '
+                        '在维度对的编号上线性（`ramp="index"`）。'
+                        "s = 4、d = 128、L = 4096 时 r = 32、r = 1 落在 20.94、"
                         "45.03 对，取整成 20 与 46；两端相同，第 30 对的 θ'/θ 是 0.436 对 0.712，差得最多（0.275）")
 def test_yarn_ramps_paper_and_deployed():
     d, base, s, L = 128, 10000.0, 4.0, 4096
@@ -593,7 +594,7 @@ def test_yarn_ramps_paper_and_deployed():
     assert_states(ROPE_PAGE, "20.94", "45.03", "0.436", "0.712", "0.275")
 
 
-@pytest.mark.claim("ch07-llama3-rope", paper="Llama 3.1 (Meta 2024); HF transformers rope_type=\"llama3\"",
+@pytest.mark.claim("ch07-llama3-rope", paper='Llama 3.1 (Meta 2024); HF transformers `rope_type="llama3"`',
                    title="Llama 3.1 的频率规则",
                    text="factor 8、low_freq_factor 1、high_freq_factor 4、原长度 8192、底数 500000、d = 128："
                         "波长短于 2048 的 29 对不动，长于 8192 的 29 对除以 8，中间 6 对平滑过渡；"
