@@ -91,7 +91,9 @@ def beam_search(step_log_probs, bos, eos, beam_size=4, max_len=50, alpha=0.6):
     """束搜索（论文 §6.1：束宽 4，α = 0.6）。返回得分最高的完成假设的词 id（不含 bos）。
 
     step_log_probs(prefixes)：prefixes (B, t) 的 LongTensor（每行以 bos 开头）→ 下一个词的 log 概率 (B, V)。
-    完成假设的得分 = Σ log p / lp(|Y|)，|Y| 数生成的词（含 eos）；到 max_len 还没有 eos 的假设原样完成。
+    每步在全部扩展里取累计 log 概率最高的 k 个：以 eos 结尾的记为完成（占掉一个名额），其余留在束里，
+    所以 beam_size=1 就是贪心。完成假设的得分 = Σ log p / lp(|Y|)，|Y| 数生成的词（含 eos）；
+    到 max_len 还没有 eos 的假设原样完成。
     """
     if beam_size < 1:
         raise ValueError(f"beam_size must be >= 1, got beam_size={beam_size}")
@@ -105,8 +107,8 @@ def beam_search(step_log_probs, bos, eos, beam_size=4, max_len=50, alpha=0.6):
         _check_tensor("step_log_probs(prefixes)", log_probs, "(B, V)", (alive.shape[0], None))
         vocab = log_probs.shape[1]
         total = (alive_scores[:, None] + log_probs.double()).reshape(-1)    # (B·V,)
-        # 取前 2k 个扩展：即使其中 k 个以 eos 结尾，束里仍能留下 k 个活的前缀
-        top_scores, top_index = total.topk(min(2 * beam_size, total.numel()))
+        # 取前 k 个扩展；以 eos 结尾的完成，也占一个名额（下一步再从活前缀的扩展里取满 k 个）
+        top_scores, top_index = total.topk(min(beam_size, total.numel()))
         keep, keep_scores = [], []
         for score, index in zip(top_scores.tolist(), top_index.tolist()):
             if score == -math.inf:
@@ -114,7 +116,7 @@ def beam_search(step_log_probs, bos, eos, beam_size=4, max_len=50, alpha=0.6):
             row, token = divmod(index, vocab)
             if token == eos or t == max_len:                 # 完成：以 eos 结尾，或到了最大长度
                 finished.append((score / length_penalty(t, alpha), alive[row, 1:].tolist() + [token]))
-            elif len(keep) < beam_size:
+            else:
                 keep.append(alive[row].tolist() + [token])
                 keep_scores.append(score)
         if not keep:
@@ -204,16 +206,21 @@ def bleu_statistics(hypothesis, reference, max_order=4, tokenize=tokenize_13a):
     return len(hyp), len(ref), matches, totals
 
 
-def corpus_bleu(hypotheses, references, max_order=4, tokenize=tokenize_13a):
+def corpus_bleu(hypotheses, references, max_order=4, tokenize=tokenize_13a, smooth="exp"):
     """语料级 BLEU（0–100）：先把所有句子的统计量加起来，再算精确率、几何平均与简短惩罚。
 
     默认与 sacrebleu.corpus_bleu(hypotheses, [references]) 相同：13a 分词、区分大小写、
-    某阶匹配数为 0 时用 'exp' 平滑（第 k 个为 0 的阶记作 1 / (2^k · 总数)）。
-    tokenize=str.split 是「已分词的 BLEU」（multi-bleu.perl 的做法：按空格切，不再分词）。
+    smooth="exp"：某阶匹配数为 0 时用 mteval 的 'exp' 平滑（第 k 个为 0 的阶记作 1 / (2^k · 总数)）。
+    smooth="none" 不平滑：任何一阶匹配数为 0，BLEU 就是 0（Papineni 等 2002、multi-bleu.perl，
+    即 sacreBLEU 的 smooth_method='none'）。tokenize=str.split 是「已分词的 BLEU」：按空格切，不再分词；
+    multi-bleu.perl 的算法是 tokenize=str.split、smooth="none"。
     """
     if len(hypotheses) != len(references):
         raise ValueError(f"hypotheses and references must have the same length, "
                          f"got {len(hypotheses)} and {len(references)}")
+    if smooth not in ("exp", "none"):
+        raise ValueError(f"smooth must be 'exp' or 'none' (sacreBLEU's 'floor' and 'add-k' are not "
+                         f"implemented here), got smooth={smooth!r}")
     c = r = 0
     matches, totals = [0] * max_order, [0] * max_order
     for hyp, ref in zip(hypotheses, references):
@@ -229,6 +236,8 @@ def corpus_bleu(hypotheses, references, max_order=4, tokenize=tokenize_13a):
         if t == 0:                                           # 假设短到没有这一阶的 n 元组：BLEU 为 0
             return 0.0
         if m == 0:
+            if smooth == "none":                             # 不平滑：几何平均里有一个 0
+                return 0.0
             zeros += 1
             m = 1 / 2 ** zeros                               # 'exp' 平滑
         log_precisions.append(math.log(m / t))
@@ -240,30 +249,35 @@ def corpus_bleu(hypotheses, references, max_order=4, tokenize=tokenize_13a):
 def average_checkpoints(state_dicts):
     """检查点平均（论文 §6.1：base 取最后 5 个，big 取最后 20 个）：浮点张量逐元素取平均。
 
-    平均在 float64 里做，再转回原来的 dtype；整数张量（如步数计数）必须在各检查点里相等，原样保留。
+    state_dicts 可以是列表，也可以是逐个读入的迭代器，如 (torch.load(p) for p in paths)：这里只留一份
+    float64 的累加和（8 字节 × 参数个数），不随检查点个数 k 增长。平均在 float64 里做，再转回第一个检查点的 dtype。
+    整数张量（步数计数、BatchNorm 的 num_batches_tracked）不取平均，取最后一个检查点的值。
     """
-    if len(state_dicts) == 0:
-        raise ValueError("state_dicts must hold at least one checkpoint, got 0")
-    first = state_dicts[0]
-    for i, sd in enumerate(state_dicts[1:], start=1):
-        if set(sd) != set(first):
-            raise ValueError(f"checkpoint {i} has different keys: missing {sorted(set(first) - set(sd))}, "
-                             f"extra {sorted(set(sd) - set(first))}")
-    averaged = {}
-    for key, ref in first.items():
-        tensors = [sd[key] for sd in state_dicts]
-        for i, t in enumerate(tensors):
-            if t.shape != ref.shape:
+    sums, kinds, ints, count = {}, {}, {}, 0
+    for i, sd in enumerate(state_dicts):
+        if i == 0:
+            kinds = {key: (t.shape, t.dtype) for key, t in sd.items()}
+        elif set(sd) != set(kinds):
+            raise ValueError(f"checkpoint {i} has different keys: missing {sorted(set(kinds) - set(sd))}, "
+                             f"extra {sorted(set(sd) - set(kinds))}")
+        for key, t in sd.items():
+            shape, dtype = kinds[key]
+            if t.shape != shape:
                 raise ValueError(f"{key}: checkpoint {i} has shape {tuple(t.shape)}, "
-                                 f"checkpoint 0 has shape {tuple(ref.shape)}")
-        if ref.is_floating_point():
-            averaged[key] = torch.stack([t.double() for t in tensors]).mean(0).to(ref.dtype)
-        else:
-            for i, t in enumerate(tensors):
-                if not torch.equal(t, ref):
-                    raise ValueError(f"{key}: non-floating tensor differs between checkpoint 0 and {i}")
-            averaged[key] = ref.clone()
-    return averaged
+                                 f"checkpoint 0 has shape {tuple(shape)}")
+            if t.is_floating_point() != dtype.is_floating_point:
+                raise ValueError(f"{key}: checkpoint {i} has dtype {t.dtype}, checkpoint 0 has dtype {dtype}")
+            if not t.is_floating_point():
+                ints[key] = t                                # 整数张量：留最后一个
+            elif i == 0:
+                sums[key] = t.detach().to(torch.float64, copy=True)    # 复制一份，不改调用者的张量
+            else:
+                sums[key] += t.detach()                      # 累加在 float64 里
+        count += 1
+    if count == 0:
+        raise ValueError("state_dicts must hold at least one checkpoint, got 0")
+    return {key: (sums[key] / count).to(dtype) if dtype.is_floating_point else ints[key].clone()
+            for key, (shape, dtype) in kinds.items()}
 # --8<-- [end:checkpoint-average]
 
 

@@ -80,9 +80,10 @@ def normalized_linear_attention(q, k, v, feature_map=elu_feature_map):
 
 # --8<-- [start:decay]
 def decay_linear_attention_recurrent(q, k, v, a):
-    """带衰减（decay）的递推：S_t = a_t S_{t−1} + v_t k_tᵀ，o_t = S_t q_t，a (..., n) 在 (0, 1]。
+    """带衰减（decay）的递推：S_t = a_t S_{t−1} + v_t k_tᵀ，o_t = S_t q_t，a (..., n)，通常在 [0, 1]。
 
-    a 是常数时是 RetNet，a_t 依赖输入时是 Mamba-2（SSD）与 GLA 的标量门。
+    a 是常数时是 RetNet；a_t 依赖输入、每头一个数（标量）时是 Mamba-2（SSD）的门。
+    GLA 的门不是标量，是逐键通道的对角阵 Diag(α_t)，不在这个函数里。a_t = 0 是一次硬重置。
     """
     _check_linear(q, k, v, gate=a, gate_name="a")
     s = q.new_zeros(q.shape[:-2] + (v.shape[-1], q.shape[-1]))  # (..., d_v, d_k)
@@ -94,12 +95,15 @@ def decay_linear_attention_recurrent(q, k, v, a):
 
 
 def semiseparable_mask(a):
-    """1-半可分矩阵 L：i ≥ j 时 L_ij = a_{j+1} a_{j+2} … a_i（i = j 时为 1），i < j 时为 0。a (..., n) → (..., n, n)。"""
-    c = torch.cumsum(torch.log(a), dim=-1)  # (..., n)，c_i = Σ_{k≤i} log a_k
+    """1-半可分矩阵 L：i ≥ j 时 L_ij = a_{j+1} a_{j+2} … a_i（i = j 时为 1），i < j 时为 0。a (..., n) → (..., n, n)。
+
+    沿每一列直接连乘（分段乘积），不取 log、不做两个累积和相减：a_t = 0（硬重置）时精确为 0，
+    fp32 下长序列也只有逐个相乘的舍入误差。
+    """
     n = a.shape[-1]
-    causal = torch.ones(n, n, dtype=torch.bool, device=a.device).tril()
-    diff = (c[..., :, None] - c[..., None, :]).masked_fill(~causal, float("-inf"))  # c_i − c_j
-    return torch.exp(diff)
+    below = torch.ones(n, n, dtype=torch.bool, device=a.device).tril(-1)  # (n, n)：i > j
+    factors = a[..., :, None].expand(a.shape + (n,)).masked_fill(~below, 1.0)  # (..., n, n)：i > j 处是 a_i，其余是 1
+    return factors.cumprod(dim=-2).tril()  # 沿 i 连乘：第 j 列是 1, a_{j+1}, a_{j+1}a_{j+2}, …；i < j 处置 0
 
 
 def decay_linear_attention_parallel(q, k, v, a):
@@ -115,14 +119,27 @@ def delta_rule_step(s, k_t, v_t, beta_t):
 
     s (..., d_v, d_k)，k_t (..., d_k)，v_t (..., d_v)，beta_t (...)。
     右边正是损失 ½‖S k − v‖² 对 S 的梯度 (S k − v) kᵀ 乘上步长 β 后的一步梯度下降。
+    稳定条件：I − β k kᵀ 的特征值是 1 与 1 − β‖k‖²，所以要求 ‖k_t‖ = 1、0 ≤ β_t ≤ 2（常用 (0, 1]），
+    否则抛 ValueError（_check_delta）；未归一化的键先用 F.normalize(k, dim=-1)。
     """
+    if not isinstance(s, torch.Tensor) or s.dim() < 2:
+        raise ValueError(f"s must be a tensor of shape (..., d_v, d_k), got {getattr(s, 'shape', type(s).__name__)}")
+    batch = tuple(s.shape[:-2])
+    _check_tensor("k_t", k_t, "(..., d_k) of s " + str(tuple(s.shape)), batch + (s.shape[-1],), s.dtype)
+    _check_tensor("v_t", v_t, "(..., d_v) of s " + str(tuple(s.shape)), batch + (s.shape[-2],), s.dtype)
+    _check_tensor("beta_t", beta_t, "(...) of s " + str(tuple(s.shape)), batch, s.dtype)
+    _check_delta(k_t, beta_t, "k_t", "beta_t")
     err = (s @ k_t[..., :, None]).squeeze(-1) - v_t  # (..., d_v)：预测 S k 与目标 v 之差
     return s - beta_t[..., None, None] * err[..., :, None] * k_t[..., None, :]
 
 
 def delta_rule_recurrent(q, k, v, beta):
-    """DeltaNet 的递推：S_0 = 0，S_t = S_{t−1}(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ，o_t = S_t q_t。beta (..., n)。"""
+    """DeltaNet 的递推：S_0 = 0，S_t = S_{t−1}(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ，o_t = S_t q_t。
+
+    beta (..., n)。每个键要 ‖k_t‖ = 1、0 ≤ β_t ≤ 2（稳定条件，见 delta_rule_step），否则抛 ValueError。
+    """
     _check_linear(q, k, v, gate=beta, gate_name="beta")
+    _check_delta(k, beta)
     s = q.new_zeros(q.shape[:-2] + (v.shape[-1], q.shape[-1]))  # (..., d_v, d_k)
     out = []
     for t in range(q.shape[-2]):
@@ -138,9 +155,10 @@ def delta_rule_chunked(q, k, v, beta, chunk):
 
     在块内写 S_t = S_0 + Σ_{i≤t} u_i k_iᵀ，代入递推得 u_t = β_t (v_t − S_0 k_t − Σ_{i<t} (k_iᵀk_t) u_i)，
     即 (I + diag(β) A) U = diag(β)(V − K S_0ᵀ)，A = 严格下三角的 K Kᵀ。于是
-    O_blk = Q S_0ᵀ + (M ⊙ Q Kᵀ) U，S ← S_0 + Uᵀ K。
+    O_blk = Q S_0ᵀ + (M ⊙ Q Kᵀ) U，S ← S_0 + Uᵀ K。键与 β 的条件与 delta_rule_recurrent 相同。
     """
     _check_linear(q, k, v, chunk=chunk, gate=beta, gate_name="beta")
+    _check_delta(k, beta)
     s = q.new_zeros(q.shape[:-2] + (v.shape[-1], q.shape[-1]))  # (..., d_v, d_k)
     out = []
     for i in range(0, q.shape[-2], chunk):
@@ -172,4 +190,24 @@ def _check_linear(q, k, v, chunk=None, gate=None, gate_name="beta"):
         _check_tensor(gate_name, gate, "(..., n) of q " + str(tuple(q.shape)), tuple(q.shape[:-1]), q.dtype)
     if chunk is not None and (not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 1):
         raise ValueError(f"chunk must be an int ≥ 1, got {chunk!r}: q {tuple(q.shape)}")
+
+
+def _check_delta(k, beta, k_name="k", beta_name="beta"):
+    """增量规则的稳定条件：每个键 ‖k‖ = 1（允许 dtype 的 8 个 eps 的舍入），0 ≤ β ≤ 2。
+
+    I − β k kᵀ 的特征值是 1（d_k − 1 重）与 1 − β‖k‖²，条件成立时都在 [−1, 1] 里，状态不会被逐步放大；
+    全零的键（如填充位置）也被拒绝，那里改取 β = 0。meta 张量没有数值，不查。
+    """
+    if k.device.type == "meta" or beta.device.type == "meta":
+        return
+    acc = torch.float64 if k.dtype == torch.float64 else torch.float32
+    err = (torch.linalg.vector_norm(k, dim=-1, dtype=acc) - 1).abs()  # (...)：每个键的 |‖k‖ − 1|
+    tol = 8 * torch.finfo(k.dtype).eps
+    if not bool((err <= tol).all()):  # 写成 <=，NaN 也会被拒绝
+        raise ValueError(f"{k_name} must have unit L2 norm along the last dim (|‖k‖ − 1| ≤ {tol:.1e}; use "
+                         f"F.normalize(k, dim=-1)), got max |‖k‖ − 1| = {err.max().item():.3g}: {k_name} {tuple(k.shape)}")
+    if not bool(((beta >= 0) & (beta <= 2)).all()):
+        raise ValueError(f"{beta_name} must lie in [0, 2] (usually (0, 1]) so that I − β k kᵀ does not expand the "
+                         f"state, got values in [{beta.min().item():.3g}, {beta.max().item():.3g}]: "
+                         f"{beta_name} {tuple(beta.shape)}")
 # --8<-- [end:checks]

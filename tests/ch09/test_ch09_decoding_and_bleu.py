@@ -131,6 +131,28 @@ def test_greedy_loses_to_a_beam_of_two():
     assert_states(DERIVATION, "0.6\\times0.4\\times1=0.24", "0.4\\times0.9=0.36")
 
 
+@pytest.mark.claim("ch09-beam-one-greedy", paper="§6.1",
+                   title="束宽 1 = 贪心",
+                   text="beam_search 每步只取前 k 个扩展，以 eos 结尾的也占一个名额：beam_size=1 与 greedy_search 在"
+                        "同一个 step 函数上输出相同——第一步 A 0.5、eos 0.45 的例子（取前 2k 个的写法会输出 [eos]），"
+                        "以及 40 个随机 step 函数 × α = 0、0.6、1、2，包括以 eos 结束和到 max_len 结束的情形")
+def test_a_beam_of_one_is_greedy():
+    EOS, A, B, X, Y, BOS = range(6)
+    table = {(): {A: 0.5, EOS: 0.45, B: 0.05}, (A,): {X: 0.55, Y: 0.45}}
+    step = table_step(table, 6)
+    for alpha in (0.0, 0.6):
+        assert beam_search(step, BOS, EOS, beam_size=1, max_len=5, alpha=alpha) \
+            == greedy_search(step, BOS, EOS, max_len=5) == [A, X, EOS]
+    endings = {"eos": 0, "max_len": 0}
+    for seed in range(40):
+        step = random_step(5, 100 + seed, sharpness=1.5)      # token 0 is eos
+        greedy = greedy_search(step, 5, 0, max_len=6)
+        endings["eos" if greedy[-1] == 0 else "max_len"] += 1
+        for alpha in (0.0, 0.6, 1.0, 2.0):
+            assert beam_search(step, 5, 0, beam_size=1, max_len=6, alpha=alpha) == greedy
+    assert endings["eos"] >= 5 and endings["max_len"] >= 5
+
+
 @pytest.mark.claim("ch09-length-penalty", paper="§6.1; GNMT §7",
                    title="长度惩罚 lp(Y) = ((5+|Y|)/6)^α",
                    text="lp(1) = 1；α = 0.6 时 lp(10) ≈ 1.7329、lp(51) ≈ 3.8196；α = 0 时 lp ≡ 1（只比 Σ log p）")
@@ -286,7 +308,7 @@ def test_bleu_is_not_the_share_of_correct_words():
 @pytest.mark.claim("ch09-compound-split", paper="§6.1",
                    title="分词决定数字：拆开连字符的复合词，BLEU 变高",
                    text="tensor2tensor 的 EN-DE 评测脚本把 a-b 拆成 a ##AT##-##AT## b 再按空格算 BLEU（已分词的 BLEU）；"
-                        "在本章的例句上，同一对译文与参考拆分前 13.89，拆分后 66.95")
+                        "在本章的例句上，用 sacreBLEU 默认的 exp 平滑，同一对译文与参考拆分前 13.89，拆分后 66.95")
 def test_splitting_compounds_inflates_bleu():
     hyp = "die Ost-West-Beziehungen und die Nord-Süd-Achse sind heute wichtig"
     ref = "die Nord-Süd-Beziehungen und die Ost-West-Achse sind jetzt wichtig"
@@ -296,6 +318,41 @@ def test_splitting_compounds_inflates_bleu():
     assert split > plain + 10
     assert (round(plain, 2), round(split, 2)) == (13.89, 66.95)
     assert_states(BLEU_PAGE, "13.89", "66.95")
+
+
+@pytest.mark.claim("ch09-multi-bleu", paper="§6.1; Papineni et al. 2002",
+                   title="multi-bleu.perl 不平滑：tokenize=str.split、smooth=\"none\"",
+                   text="corpus_bleu(smooth=\"exp\") 与 smooth=\"none\" 分别与 sacreBLEU 2.6.0 的 smooth_method='exp'、'none' "
+                        "相同（13a 分词，以及按空格切对 tokenize='none'，各种边界情形上相差 < 1e-9）；不平滑时，"
+                        "拆复合词的例句拆分前是 0.00（exp 平滑下的 13.89 全部来自平滑），拆分后仍是 66.95；倒过来写的句子是 0.00")
+def test_corpus_bleu_smoothing_matches_sacrebleu_and_multi_bleu():
+    cases = list(EDGE_CASES)
+    gen = torch.Generator().manual_seed(1)
+    pairs = [toy.sample_pair(gen) for _ in range(20)]
+    refs = [t for _, t in pairs]
+    cases.append(([" ".join(t.split()[:-2]) for t in refs], refs))
+    cases.append(([" ".join(reversed(t.split())) for t in refs], refs))
+    cases += [([h], [r]) for h, r in zip([" ".join(reversed(t.split())) for t in refs[:6]], refs[:6])]
+    zero_case = 0
+    for smooth in ("exp", "none"):
+        for ours, theirs in ((tokenize_13a, "13a"), (str.split, "none")):
+            metric = sacrebleu.BLEU(smooth_method=smooth, tokenize=theirs)
+            for hyps, rs in cases:
+                expected = metric.corpus_score(hyps, [rs]).score
+                assert corpus_bleu(hyps, rs, tokenize=ours, smooth=smooth) == pytest.approx(expected, abs=1e-9)
+                zero_case += smooth == "none" and expected == 0 and corpus_bleu(hyps, rs, tokenize=ours) > 0
+    assert zero_case > 0                                      # smoothing matters on some of these cases
+    hyp = "die Ost-West-Beziehungen und die Nord-Süd-Achse sind heute wichtig"
+    ref = "die Nord-Süd-Beziehungen und die Ost-West-Achse sind jetzt wichtig"
+    assert corpus_bleu([hyp], [ref], tokenize=str.split, smooth="none") == 0.0
+    assert round(corpus_bleu([hyp], [ref], tokenize=str.split), 2) == 13.89
+    split = corpus_bleu([split_compounds(hyp)], [split_compounds(ref)], tokenize=str.split, smooth="none")
+    assert round(split, 2) == 66.95
+    reversed_sentence = " ".join(reversed("the cat sat on the mat".split()))
+    assert corpus_bleu([reversed_sentence], ["the cat sat on the mat"], smooth="none") == 0.0
+    with pytest.raises(ValueError, match="smooth must be 'exp' or 'none'.*smooth='floor'"):
+        corpus_bleu(["a"], ["a"], smooth="floor")
+    assert_states(BLEU_PAGE, "13.89", "66.95", "0.00")
 
 
 # ---------- checkpoint averaging ----------
@@ -371,8 +428,46 @@ def test_average_checkpoints_rejects_mismatches_naming_the_key():
         average_checkpoints([sd, {"w": torch.ones(2, 3)}])
     with pytest.raises(ValueError, match=r"w: checkpoint 1 has shape \(3, 2\)"):
         average_checkpoints([sd, {"w": torch.ones(3, 2), "step": torch.tensor(5)}])
-    with pytest.raises(ValueError, match="step: non-floating"):
-        average_checkpoints([sd, {"w": torch.ones(2, 3), "step": torch.tensor(6)}])
+    with pytest.raises(ValueError, match=r"step: checkpoint 1 has dtype torch.float32"):
+        average_checkpoints([sd, {"w": torch.ones(2, 3), "step": torch.tensor(6.0)}])
+
+
+def test_average_checkpoints_streams_and_keeps_the_last_integer_buffer():
+    """An iterator of checkpoints is consumed one at a time (at most two alive: the one being added and the
+    next one being built); integer buffers (step counters) take the last checkpoint's value; inputs are not
+    modified, float64 ones included."""
+    import gc
+    import weakref
+
+    alive = {"now": 0, "peak": 0}
+
+    class Checkpoint(dict):                                   # a dict that can be watched with weakref.finalize
+        pass
+
+    def released():
+        alive["now"] -= 1
+
+    def load(k):
+        gen = torch.Generator().manual_seed(0)
+        for i in range(k):
+            gc.collect()
+            ckpt = Checkpoint(w=torch.randn(50, 40, generator=gen), step=torch.tensor(100 * (i + 1)),
+                              num_batches_tracked=torch.tensor(7 * i))
+            weakref.finalize(ckpt, released)
+            alive["now"] += 1
+            alive["peak"] = max(alive["peak"], alive["now"])
+            yield ckpt
+
+    avg = average_checkpoints(load(20))
+    assert alive["peak"] <= 2
+    expected = torch.stack([c["w"] for c in load(20)]).double().mean(0).float()
+    assert torch.allclose(avg["w"], expected, atol=1e-7)
+    assert avg["step"].item() == 2000 and avg["num_batches_tracked"].item() == 7 * 19
+    assert avg["step"].dtype == torch.int64
+    ckpts = [{"w": torch.full((3,), float(i), dtype=F64)} for i in range(4)]
+    before = [c["w"].clone() for c in ckpts]
+    assert torch.equal(average_checkpoints(ckpts)["w"], torch.full((3,), 1.5, dtype=F64))
+    assert all(torch.equal(c["w"], b) for c, b in zip(ckpts, before))
 
 
 # ---------- speculative sampling ----------

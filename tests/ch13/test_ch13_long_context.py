@@ -28,6 +28,7 @@ INDEX = CH13 + "index.md"
 DERIVATION = CH13 + "derivation.md"
 CODE = CH13 + "code.md"
 INTERVIEW = CH13 + "interview.md"
+LINEAR = CH13 + "derivation-linear.md"
 
 
 def qkv(n, d=8, d_v=6, batch=(2, 3), seed=0):
@@ -197,6 +198,45 @@ def test_ssd():
     assert (decay_linear_attention_recurrent(q, k, v, ones) - linear_attention_parallel(q, k, v)).abs().max() < 1e-10
 
 
+@pytest.mark.claim("ch13-ssd-stable", paper="Dao & Gu 2024 (Mamba-2, arXiv 2405.21060)",
+                   title="半可分矩阵按分段乘积算：零门精确、fp32 长序列稳定",
+                   text="semiseparable_mask 沿每列直接连乘 a_{j+1}⋯a_i：门里有 0（硬重置）或负数时没有 NaN，"
+                        "(L ⊙ QKᵀ)V 与递推在 float64 下相差 < 1e-10；n = 4096、门接近 1 且夹着 0.05 的 fp32 输入上，"
+                        "L 中 ≥ 1e-3 的元素与 float64 的相对误差 < 1e-6，而 exp(c_i − c_j)（c 是 log a 的累积和）的写法 > 1e-5")
+def test_ssd_mask_zero_gate_and_fp32():
+    q, k, v = qkv(16, seed=11)
+    g = torch.Generator().manual_seed(3)
+    a = 0.5 + 0.5 * torch.rand(2, 3, 16, generator=g, dtype=F64)
+    a[..., 5] = 0.0                                          # 硬重置
+    a[1, :, 9] = -0.7                                        # 负的门（状态追踪用的负特征值）
+    lmat = semiseparable_mask(a)
+    assert not lmat.isnan().any()
+    direct = torch.zeros(2, 3, 16, 16, dtype=F64)
+    for i in range(16):
+        for j in range(i + 1):
+            direct[..., i, j] = a[..., j + 1:i + 1].prod(-1)
+    assert (lmat - direct).abs().max().item() < 1e-12
+    assert lmat[..., 7, 4].abs().max().item() == 0.0        # 跨过 a_5 = 0 的元素恰为 0
+    rec = decay_linear_attention_recurrent(q, k, v, a)
+    assert (decay_linear_attention_parallel(q, k, v, a) - rec).abs().max().item() < 1e-10
+    # 长序列、fp32：门大多接近 1，夹着 64 个 0.05
+    n = 4096
+    gate = 1 - 1e-3 * torch.rand(n, generator=g, dtype=F64)
+    gate[torch.randperm(n, generator=g)[:64]] = 0.05
+    gate32 = gate.float()
+    c = gate32.double().log().cumsum(-1)                      # float64 的参考：这里相减不会丢有效数字
+    ref = (c[:, None] - c[None, :]).exp_().tril_()
+    small = ref <= 1e-3
+
+    def max_rel_error(lmat32):                                # 在 L ≥ 1e-3 的元素上的最大相对误差
+        return lmat32.double().sub_(ref).div_(ref).abs_().masked_fill_(small, 0.0).max().item()
+
+    assert max_rel_error(semiseparable_mask(gate32)) < 1e-6
+    c32 = gate32.log().cumsum(-1)                             # 对照：fp32 里两个累积和相减
+    assert max_rel_error((c32[:, None] - c32[None, :]).exp_().tril_()) > 1e-5
+    assert_states(LINEAR, "n=4096", "< 1e-6", "> 1e-5")
+
+
 # ---------- 增量规则 ----------
 
 @pytest.mark.claim("ch13-delta-sgd", paper="Schlag et al. 2021; Yang et al. 2024 (DeltaNet, arXiv 2406.06484)",
@@ -233,6 +273,90 @@ def test_delta_chunked(chunk):
     rec = delta_rule_recurrent(q, k, v, beta)
     assert (delta_rule_chunked(q, k, v, beta, chunk) - rec).abs().max().item() < 1e-10
     assert delta_rule_chunked(q, k, v, torch.zeros_like(beta), chunk).abs().max().item() == 0.0
+
+
+@pytest.mark.claim("ch13-delta-stability", paper="Schlag et al. 2021; Yang et al. 2024 (DeltaNet, arXiv 2406.06484)",
+                   title="增量规则的稳定条件：单位键，0 ≤ β ≤ 2",
+                   text="I − βkkᵀ 的特征值是 1 与 1 − β‖k‖²：单位键、β = 2（边界）时 delta_rule_step 不放大状态"
+                        "（‖S(I − 2kkᵀ)‖ = ‖S‖，每步 ‖S_t‖ ≤ ‖S_{t−1}‖ + β‖v_t‖）；不归一化的键（d_k = 16，‖k‖² ≈ 16）"
+                        "在 β = 0.5 时同一递推 200 步后 |o| > 1e30，而 delta_rule_recurrent / delta_rule_chunked "
+                        "对这样的键、对 β > 2 或 β < 0 抛出 ValueError")
+def test_delta_stability():
+    g = torch.Generator().manual_seed(12)
+    d_k, d_v, n = 16, 6, 200
+    keys = torch.nn.functional.normalize(torch.randn(n, d_k, generator=g, dtype=F64), dim=-1)
+    vals = torch.randn(n, d_v, generator=g, dtype=F64)
+    s = torch.randn(d_v, d_k, generator=g, dtype=F64)
+    reflected = delta_rule_step(s, keys[0], torch.zeros(d_v, dtype=F64), torch.tensor(2.0, dtype=F64))
+    assert abs(reflected.norm().item() - s.norm().item()) < 1e-12      # β = 2：Householder 反射
+    betas = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0], dtype=F64)
+    for t in range(n):
+        beta = betas[t % 5]
+        new = delta_rule_step(s, keys[t], vals[t], beta)
+        assert new.norm().item() <= s.norm().item() + beta.item() * vals[t].norm().item() + 1e-12
+        s = new
+    # 不归一化的键：同一递推（这里逐步写出）发散，读者的函数拒绝它
+    raw = torch.randn(1, n, d_k, generator=g, dtype=F64)
+    q, v = torch.randn(1, n, d_k, generator=g, dtype=F64), torch.randn(1, n, d_v, generator=g, dtype=F64)
+    state, peak = torch.zeros(d_v, d_k, dtype=F64), 0.0
+    for t in range(n):
+        state = state @ (torch.eye(d_k, dtype=F64) - 0.5 * torch.outer(raw[0, t], raw[0, t])) \
+            + 0.5 * torch.outer(v[0, t], raw[0, t])
+        peak = max(peak, (state @ q[0, t]).abs().max().item())
+    assert peak > 1e30
+    half = torch.full((1, n), 0.5, dtype=F64)
+    for call in (lambda kk, b: delta_rule_recurrent(q, kk, v, b), lambda kk, b: delta_rule_chunked(q, kk, v, b, 16)):
+        with pytest.raises(ValueError, match="^k must have unit L2 norm"):
+            call(raw, half)
+        unit = torch.nn.functional.normalize(raw, dim=-1)
+        for bad in (2 + 1e-9, -1e-12):
+            with pytest.raises(ValueError, match="^beta must lie in \\[0, 2\\]"):
+                call(unit, torch.full((1, n), bad, dtype=F64))
+        for edge in (0.0, 2.0):                              # 区间的两端是允许的
+            assert call(unit, torch.full((1, n), edge, dtype=F64)).isfinite().all()
+    assert_states(LINEAR, "1-0.5\\times16=-7", "10^{30}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, F64])
+def test_delta_rule_key_and_beta_edges(dtype):
+    """The stability check: F.normalize keys pass in fp32 and fp64; a key 1e-5 off unit norm, a zero key,
+    NaN or out-of-range β fail, naming k / beta (k_t / beta_t in delta_rule_step)."""
+    g = torch.Generator().manual_seed(13)
+    q, k, v = (t.to(dtype) for t in qkv(12, d=64, seed=14))
+    kn = torch.nn.functional.normalize(k, dim=-1)
+    beta = torch.rand(2, 3, 12, generator=g, dtype=F64).to(dtype)
+    assert delta_rule_recurrent(q, kn, v, beta).isfinite().all()
+    assert delta_rule_chunked(q, kn, v, beta, 5).isfinite().all()
+    off = kn.clone()
+    off[1, 2, 7] *= 1 + 1e-5
+    zero = kn.clone()
+    zero[0, 0, 3] = 0.0
+    nan_beta = beta.clone()
+    nan_beta[0, 1, 2] = float("nan")
+    for keys, b, match in ((off, beta, "^k must have unit L2 norm"), (zero, beta, "^k must have unit L2 norm"),
+                           (kn, nan_beta, "^beta must lie in"), (kn, beta + 2, "^beta must lie in")):
+        with pytest.raises(ValueError, match=match):
+            delta_rule_recurrent(q, keys, v, b)
+        with pytest.raises(ValueError, match=match):
+            delta_rule_chunked(q, keys, v, b, 4)
+    s = torch.zeros(2, 3, 6, 64, dtype=dtype)
+    with pytest.raises(ValueError, match="^k_t must have unit L2 norm"):
+        delta_rule_step(s, off[..., 7, :], v[..., 7, :], beta[..., 7])
+    with pytest.raises(ValueError, match="^beta_t must lie in"):
+        delta_rule_step(s, kn[..., 7, :], v[..., 7, :], beta[..., 7] - 1.5)
+    with pytest.raises(ValueError, match="k_t must have shape"):
+        delta_rule_step(s, kn[..., 7, :8], v[..., 7, :], beta[..., 7])
+
+
+def test_linear_attention_on_meta_device():
+    """Every tensor made inside follows the input's device; the value checks of the delta rule skip meta tensors."""
+    q, k, v = (torch.empty(2, 3, 10, d, device="meta") for d in (8, 8, 5))
+    a = torch.empty(2, 3, 10, device="meta")
+    assert semiseparable_mask(a).device.type == "meta" and semiseparable_mask(a).shape == (2, 3, 10, 10)
+    for out in (decay_linear_attention_parallel(q, k, v, a), decay_linear_attention_recurrent(q, k, v, a),
+                delta_rule_recurrent(q, k, v, a), delta_rule_chunked(q, k, v, a, 4),
+                linear_attention_chunked(q, k, v, 3)):
+        assert out.device.type == "meta" and out.shape == (2, 3, 10, 5)
 
 
 @pytest.mark.claim("ch13-capacity", paper="Schlag et al. 2021",
