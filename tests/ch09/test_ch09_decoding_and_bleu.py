@@ -132,7 +132,7 @@ def test_greedy_loses_to_a_beam_of_two():
 
 
 @pytest.mark.claim("ch09-beam-one-greedy", paper="§6.1",
-                   title="束宽 1 = 贪心",
+                   title="束宽为 1 的束搜索与贪心解码逐词相同",
                    text="beam_search 每步只取前 k 个扩展，以 eos 结尾的也占一个名额：beam_size=1 与 greedy_search 在"
                         "同一个 step 函数上输出相同——第一步 A 0.5、eos 0.45 的例子（取前 2k 个的写法会输出 [eos]），"
                         "以及 40 个随机 step 函数 × α = 0、0.6、1、2，包括以 eos 结束和到 max_len 结束的情形")
@@ -321,9 +321,9 @@ def test_splitting_compounds_inflates_bleu():
 
 
 @pytest.mark.claim("ch09-multi-bleu", paper="§6.1; Papineni et al. 2002",
-                   title="multi-bleu.perl 不平滑：tokenize=str.split、smooth=\"none\"",
-                   text="corpus_bleu(smooth=\"exp\") 与 smooth=\"none\" 分别与 sacreBLEU 2.6.0 的 smooth_method='exp'、'none' "
-                        "相同（13a 分词，以及按空格切对 tokenize='none'，各种边界情形上相差 < 1e-9）；不平滑时，"
+                   title='multi-bleu.perl 不平滑：`tokenize=str.split`、`smooth="none"`',
+                   text='`corpus_bleu(smooth="exp")` 与 `smooth="none"` 分别与 sacreBLEU 2.6.0 的 `smooth_method=\'exp\'`、`\'none\'` '
+                        "相同（13a 分词，以及按空格切对 `tokenize='none'`，各种边界情形上相差 < 1e-9）；不平滑时，"
                         "拆复合词的例句拆分前是 0.00（exp 平滑下的 13.89 全部来自平滑），拆分后仍是 66.95；倒过来写的句子是 0.00")
 def test_corpus_bleu_smoothing_matches_sacrebleu_and_multi_bleu():
     cases = list(EDGE_CASES)
