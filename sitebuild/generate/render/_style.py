@@ -26,7 +26,11 @@
   文件名写进 SVG 的元数据（``dc:source``），``sitebuild.generate.figures`` 据此写出图旁边的一行 HTML
   说明（``<图名>.source.md``，页面用 ``--8<--`` 引入）。表格下面是同样的一行（``md_caption``）。
 
-本模块只依赖 matplotlib，不导入 torch。
+种子间的波动（spread）：多个种子的量一律经 ``snippets.stats.summarize`` 汇总。表格的格子写
+``mean_range(values, fmt)`` =「均值（最小–最大）」，只写范围时用 ``value_range``；图里用 ``seed_errorbars``
+画误差棒（均值，竖线到最小与最大）。
+
+本模块只依赖 matplotlib；``snippets.stats``（它导入 torch）在这几个函数里才导入。
 """
 
 from __future__ import annotations
@@ -290,6 +294,46 @@ def placeholder_svg(out_dir: Path, name: str, title: str) -> Path:
     ax.text(0.5, 0.5, f"{title}\n尚无测量结果\n（results/ 中没有对应的结果文件）", ha="center", va="center",
             wrap=True)
     return save_svg(fig, out_dir / name)
+
+
+# ----------------------------------------------------------------------------- 种子间的波动
+SIGNS = ("-", "−", "+")
+
+
+def _formatter(fmt):
+    """``fmt``：格式说明（如 ``".3f"``）或一个把数写成文字的函数。"""
+    return (lambda x: format(x, fmt)) if isinstance(fmt, str) else fmt
+
+
+def value_range(values, fmt=".3f") -> str:
+    """各种子的「最小–最大」；有带符号的端点时写「最小 至 最大」（不写「-0.2–-0.1」）。"""
+    from snippets.stats import summarize
+
+    s, f = summarize(values), _formatter(fmt)
+    lo, hi = f(s.min), f(s.max)
+    return f"{lo} 至 {hi}" if lo.startswith(SIGNS) or hi.startswith(SIGNS) else f"{lo}–{hi}"
+
+
+def mean_range(values, fmt=".3f", range_fmt=None) -> str:
+    """种子均值与它的范围：「均值（最小–最大）」，数由 ``snippets.stats.summarize`` 算出。
+
+    ``range_fmt`` 是括号里两个端点的写法（默认同 ``fmt``；例如均值写 79.9%、括号里只写 71.7–86.5，
+    表头或说明里写明单位）。只有一个种子时没有范围，只写均值。
+    """
+    from snippets.stats import summarize
+
+    s = summarize(values)
+    mean = _formatter(fmt)(s.mean)
+    return mean if s.n == 1 else f"{mean}（{value_range(s.values, fmt if range_fmt is None else range_fmt)}）"
+
+
+def seed_errorbars(groups) -> tuple[list[float], list[list[float]]]:
+    """每个点的各种子值 → ``(均值, [[均值 − 最小], [最大 − 均值]])``，直接交给 ``ax.errorbar(x, 均值, yerr=...)``。"""
+    from snippets.stats import summarize
+
+    stats = [summarize(g) for g in groups]
+    return ([s.mean for s in stats],
+            [[s.mean - s.min for s in stats], [s.max - s.mean for s in stats]])
 
 
 def of_kind(results: list[dict], kind: str) -> list[dict]:

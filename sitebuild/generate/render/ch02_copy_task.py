@@ -6,7 +6,8 @@ render_attention_heatmaps(results, out_dir) 在 results（已读入的结果字�
 - attn-encoder-self.svg     编码器最后一层自注意力（各头平均），n × n
 - attn-decoder-masked.svg   解码器最后一层掩码自注意力，m × m；对角线右上方的三角形用斜线标出（权重恒为 0）
 - attn-cross.svg            解码器最后一层交叉注意力，m × n
-- copy-task.md              任务、模型、训练、准确率与训练时间的小表，表下一行出处（设备、torch 版本、日期、commit、结果文件）
+- copy-task.md              任务、模型、训练、准确率与训练时间的小表（单次运行，一个种子），表下一行出处（设备、torch 版本、
+                            日期、commit、结果文件）
 
 同样的输入得到逐字节相同的 SVG（sitebuild.generate.render._style.save_svg）。
 """
@@ -119,7 +120,8 @@ def copy_task_table(result: dict) -> str:
                              f"（{hp['eval_sequences']} 条新序列，带 KV 缓存）"),
         ("训练时间", f"{result['train_seconds']:.1f} s（{hp['num_threads']} 个 CPU 线程）"),
     ]
-    return md_table(["项目", "值"], rows) + "\n" + md_caption(result)
+    note = f"单次运行（随机种子 {hp['seed']}）：只训练了一个模型，表里的数没有种子间的范围。\n\n"
+    return note + md_table(["项目", "值"], rows) + "\n" + md_caption(result)
 
 
 RENDERERS = [render_attention_heatmaps]

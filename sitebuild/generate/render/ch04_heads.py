@@ -2,7 +2,8 @@
 
 - heads-sweep.svg      上：玩具任务的准确率随头数 h 的变化（d_model 固定，各种子的均值，竖线为最小–最大）；
                        下：论文表 3 (A) 的 BLEU 随 h 的变化（抄录，不是测量），同样的横轴
-- heads-sweep.md       同样的数字，外加 d_k、参数量、最大的单头消融代价、1 个百分点以内可剪掉的头数
+- heads-sweep.md       同样的数字，外加 d_k、参数量、最大的单头消融代价、1 个百分点以内可剪掉的头数；
+                       均值都带各种子的最小–最大（逐种子的 runs 经 snippets.stats.summarize 算出）
 - heads-attention.svg  种子 0 的平均注意力图：h = 1 的唯一一个头，和 h = 8 的 8 个头
 - heads-pruning.svg    h = 8 与 h = 16：按单头消融代价从小到大累积剪头，准确率随剪掉头数的变化
 - heads-ablation.md    h = 8 的每个头：最常看的相对位移、那里的注意力质量、单头消融后的准确率下降
@@ -18,8 +19,8 @@ from pathlib import Path
 from matplotlib.ticker import MaxNLocator
 
 from sitebuild.generate.render._style import (FIG_WIDTH, LINESTYLES, MARKERS, NO_RESULTS, PALETTE, legend_below, md_caption,
-                                    md_table, new_figure, pick, placeholder_svg, save_svg, weight_colormap,
-                                    write_text)
+                                    md_table, mean_range, new_figure, pick, placeholder_svg, save_svg,
+                                    seed_errorbars, value_range, weight_colormap, write_text)
 from snippets.experiments.heads import PAPER_TABLE3_A
 
 KIND = "multi-head"
@@ -38,6 +39,11 @@ def _offset(o: int) -> str:
     return f"{o:+d}" if o else "0"
 
 
+def _seed_runs(r: dict, h: int) -> list[dict]:
+    """h 个头的逐种子运行，按种子排序。"""
+    return sorted((x for x in r["runs"] if x["h"] == h), key=lambda x: x["seed"])
+
+
 def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
     r = pick(results, KIND)
     if r is None:
@@ -46,8 +52,7 @@ def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
     fig, (ax, bx) = new_figure(FIG_WIDTH, 5.8, nrows=2)
     rows = sorted(r["summary"], key=lambda s: s["h"])
     x = [s["h"] for s in rows]
-    mean = [s["accuracy_mean"] for s in rows]
-    err = [[s["accuracy_mean"] - s["accuracy_min"] for s in rows], [s["accuracy_max"] - s["accuracy_mean"] for s in rows]]
+    mean, err = seed_errorbars([[run["accuracy"] for run in _seed_runs(r, h)] for h in x])
     ax.errorbar(x, mean, yerr=err, color=PALETTE[0], marker="o", capsize=3)
     ax.set_xscale("log", base=2)
     ax.set_xticks(x, [f"{s['h']}\n({s['d_k']})" for s in rows])
@@ -74,14 +79,17 @@ def render_sweep_table(results: list[dict], out_dir: Path) -> None:
         write_text(out_dir, SWEEP_MD, NO_RESULTS)
         return
     tol = r["config"]["prune_tolerance"]
-    head = ["h", "d_k", "参数量", "测试准确率：均值（最小–最大）", "最大的单头消融代价（均值）",
-            f"可剪掉的头（损失 ≤ {100 * tol:.0f} 个百分点，各种子最少）"]
+    head = ["h", "d_k", "参数量", "测试准确率：均值（最小–最大）", "最大的单头消融代价：均值（最小–最大）",
+            f"可剪掉的头（损失 ≤ {100 * tol:.0f} 个百分点，各种子最少–最多）"]
     rows = []
     for s in sorted(r["summary"], key=lambda s: s["h"]):
-        rows.append([s["h"], s["d_k"], f"{s['num_parameters']:,}",
-                     f"{_pct(s['accuracy_mean'])}（{_pct(s['accuracy_min'])}–{_pct(s['accuracy_max'])}）",
-                     _pct(s["max_drop_mean"]) if "max_drop_mean" in s else "—",
-                     f"{s['prunable_heads_min']} / {s['h']}" if "prunable_heads_min" in s else "—"])
+        runs = _seed_runs(r, s["h"])
+        ablated = [x for x in runs if x["heads"] and all("drop" in i for i in x["heads"])]
+        pruned = [x["prunable_heads"] for x in runs if "prunable_heads" in x]
+        rows.append([s["h"], s["d_k"], f"{s['num_parameters']:,}", mean_range([x["accuracy"] for x in runs], _pct),
+                     mean_range([max(i["drop"] for i in x["heads"]) for x in ablated], _pct)
+                     if "max_drop_mean" in s and ablated else "—",
+                     f"{value_range(pruned, '.0f')} / {s['h']}" if "prunable_heads_min" in s and pruned else "—"])
     t, m, c = r["task"], r["model"], r["config"]
     setup = (f"任务：{t['seq_len']} 个随机符号（词表 {t['vocab_size']}），每个计分位置同时输出相对位移 "
              f"{', '.join(_offset(o) for o in t['offsets'])} 处的三个符号，三个都对才算对。模型：嵌入 + 正弦位置编码 + "

@@ -1,8 +1,9 @@
 """第 05 章的实验图表：results/depth-gradients.json 与 results/postln-warmup.json → docs/generated/。
 
 - depth-gradients.svg  上：初始化时逐层参数梯度范数（Xavier 初始化，6 层与 12 层，Post-LN 与 Pre-LN）；
-                       下：12 层栈里残差流的均方根随层号的变化
-- depth-gradients.md   逐层数字（Xavier 初始化）和首末层之比（两种初始化）
+                       下：12 层栈里残差流的均方根随层号的变化；各种子的均值，竖线是最小–最大
+- depth-gradients.md   逐层数字（Xavier 初始化）和首末层之比（两种初始化），每格「均值（最小–最大）」，
+                       由 rows[*].per_seed 经 snippets.stats.summarize 算出
 - postln-warmup.svg    四种条件（Post/Pre-LN × 有无预热）的训练损失曲线，每个种子一条细线（full 预设）
 - postln-warmup.md     每种条件「学会 / 没学会 / 发散」的种子数、末尾损失、logits 对输入的依赖、
                        第 1 步的逐层梯度首末之比（full 预设）
@@ -17,7 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, PALETTE, TEXT_COLOR, legend_below, md_caption, md_table,
-                                    new_figure, pick, placeholder_svg, save_svg, write_text)
+                                    mean_range, new_figure, pick, placeholder_svg, save_svg, seed_errorbars,
+                                    value_range, write_text)
 
 DEPTH_KIND, WARMUP_KIND = "depth-gradients", "postln-warmup"
 NORM_LABEL = {"post": "Post-LN", "pre": "Pre-LN"}
@@ -30,6 +32,11 @@ def _row(r: dict, init: str, depth: int, norm: str) -> dict | None:
         if (row["init"], row["depth"], row["norm"]) == (init, depth, norm):
             return row
     return None
+
+
+def _per_seed(row: dict, key: str) -> list[list[float]]:
+    """逐层（或逐个残差流位置）的各种子值：[[种子 0, 种子 1, ...] 第 1 层, ...]。"""
+    return [list(vals) for vals in zip(*(p[key] for p in row["per_seed"]))]
 
 
 # ---------------------------------------------------------------------------- gradient norms
@@ -47,10 +54,11 @@ def render_depth_figure(results: list[dict], out_dir: Path) -> None:
                 continue
             layers = list(range(1, depth + 1))
             deepest = depth == depths[-1]
-            left.plot(layers, row["param_grad"], color=NORM_COLOR[norm],
-                      marker=("o" if deepest else "s") if norm == "post" else ("^" if deepest else "D"),
-                      linestyle="-" if deepest else "--", markersize=4 if deepest else 3,
-                      label=f"{NORM_LABEL[norm]}，{depth} 层")
+            mean, err = seed_errorbars(_per_seed(row, "param_grad"))
+            left.errorbar(layers, mean, yerr=err, color=NORM_COLOR[norm], capsize=2,
+                          marker=("o" if deepest else "s") if norm == "post" else ("^" if deepest else "D"),
+                          linestyle="-" if deepest else "--", markersize=4 if deepest else 3,
+                          label=f"{NORM_LABEL[norm]}，{depth} 层")
     left.set_xlabel("层号 l（1 = 最靠近输入）")
     left.set_ylabel("梯度范数 ‖∂L/∂θ_l‖")
     left.set_title("初始化时的逐层参数梯度范数\n（θ_l：第 l 层的全部参数）")
@@ -60,15 +68,16 @@ def render_depth_figure(results: list[dict], out_dir: Path) -> None:
     for norm in ("post", "pre"):
         row = _row(r, "xavier", deepest, norm)
         if row is not None:
-            right.plot(range(deepest + 1), row["stream_rms"], color=NORM_COLOR[norm], markersize=4,
-                       marker="o" if norm == "post" else "^", linestyle="-" if norm == "post" else "--",
-                       label=NORM_LABEL[norm])
+            mean, err = seed_errorbars(_per_seed(row, "stream_rms"))
+            right.errorbar(range(deepest + 1), mean, yerr=err, color=NORM_COLOR[norm], markersize=4, capsize=2,
+                           marker="o" if norm == "post" else "^", linestyle="-" if norm == "post" else "--",
+                           label=NORM_LABEL[norm])
     right.set_xlabel("层号 l（0 = 输入 x_0）")
     right.set_ylabel("残差流 x_l 的均方根")
     right.set_title(f"{deepest} 层栈里残差流的大小")
     right.set_ylim(bottom=0)
     seeds = len(r["config"]["seeds"])
-    legend_below(right, ncol=2, title=f"Xavier 初始化，float64，{seeds} 个种子的平均")
+    legend_below(right, ncol=2, title=f"Xavier 初始化，float64，{seeds} 个种子的均值\n竖线：最小–最大")
     fig.subplots_adjust(hspace=0.75)
     save_svg(fig, out_dir / "depth-gradients.svg", sources=[r])
 
@@ -87,7 +96,7 @@ def render_depth_table(results: list[dict], out_dir: Path) -> None:
         cells = [str(layer + 1)]
         for depth, norm in cols:
             row = _row(r, "xavier", depth, norm)
-            cells.append(f"{row['param_grad'][layer]:.4f}" if row and layer < depth else "")
+            cells.append(mean_range(_per_seed(row, "param_grad")[layer], ".3f") if row and layer < depth else "")
         rows.append(cells)
     ratio_head = ["初始化", "层数", "Post-LN：末层 / 首层", "Pre-LN：末层 / 首层", "Pre-LN 栈顶残差流均方根"]
     ratio_rows = []
@@ -95,13 +104,14 @@ def render_depth_table(results: list[dict], out_dir: Path) -> None:
         for depth in depths:
             post, pre = _row(r, init, depth, "post"), _row(r, init, depth, "pre")
             ratio_rows.append([INIT_LABEL[init], depth,
-                               f"{post['param_grad'][-1] / post['param_grad'][0]:.2f}",
-                               f"{pre['param_grad'][-1] / pre['param_grad'][0]:.2f}",
-                               f"{pre['stream_rms'][-1]:.2f}"])
+                               mean_range([p["param_grad"][-1] / p["param_grad"][0] for p in post["per_seed"]], ".2f"),
+                               mean_range([p["param_grad"][-1] / p["param_grad"][0] for p in pre["per_seed"]], ".2f"),
+                               mean_range([p["stream_rms"][-1] for p in pre["per_seed"]], ".2f")])
     setup = (f"设置：d_model = {cfg['d_model']}，h = {cfg['num_heads']}，d_ff = {cfg['d_ff']}，"
              f"批 {cfg['batch']} × 长度 {cfg['n']}，输入元素 ~ N(0, 1)，随机目标上的交叉熵，"
-             f"{cfg['dtype']}，dropout 0，种子 {cfg['seeds']} 的平均；单线程 CPU，本次运行用时 "
-             f"{r['provenance']['runtime_s']:.0f} 秒。\n\n"
+             f"{cfg['dtype']}，dropout 0，种子 {cfg['seeds']}；单线程 CPU，本次运行用时 "
+             f"{r['provenance']['runtime_s']:.0f} 秒。每格是各种子的均值（最小–最大）；首末层之比先在每个种子上算，"
+             "再取均值与范围。\n\n"
              "**逐层参数梯度范数 ‖∂L/∂θ_l‖（Xavier 初始化）**\n\n")
     text = (setup + md_table(head, rows) + "\n**首末层之比与残差流的增长**\n\n"
             + md_table(ratio_head, ratio_rows) + "\n" + md_caption(r))
@@ -182,17 +192,18 @@ def render_warmup_table(results: list[dict], out_dir: Path) -> None:
     for s in r["summary"]:
         runs = [x for x in r["runs"] if (x["init"], x["norm"], x["warmup"], x["lr"]) ==
                 (s["init"], s["norm"], s["warmup"], s["lr"])]
+        losses = [x["final_loss"] for x in runs if x["final_loss"] is not None]
         spread = ("—" if s["final_loss_median"] is None else
-                  f"{s['final_loss_median']:.3f}（{s['final_loss_min']:.3f}–{s['final_loss_max']:.3f}）")
+                  f"{s['final_loss_median']:.3f}（{value_range(losses, '.3f')}）")
         finals = [x["logit_std"]["final"]["across_inputs"] for x in runs if x["logit_std"]["final"]]
         early = [v for v in (_std_at(x, probe_step) for x in runs) if v is not None]
         dependence = (f"{_median([x['logit_std']['init']['across_inputs'] for x in runs]):.2f} → "
-                      f"{_median(early):.3f} → {min(finals):.3f}–{max(finals):.3f}" if finals and early else "—")
+                      f"{_median(early):.3f} → {value_range(finals, '.3f')}" if finals and early else "—")
         ratios = [x["grad_ratio"] for x in runs if x["grad_ratio"] is not None]
         rows.append([CONDITION_LABEL[(s["norm"], s["warmup"])],
                      f"{s['n_learned']} / {s['n_seeds']}", f"{s['n_stuck']} / {s['n_seeds']}",
                      f"{s['n_diverged']} / {s['n_seeds']}", spread, dependence,
-                     f"{min(ratios):.2f}–{max(ratios):.2f}" if ratios else "—"])
+                     value_range(ratios, ".2f") if ratios else "—"])
     note = (f"峰值学习率 {'、'.join(f'{lr:g}' for lr in cfg['lrs'])}，"
             f"{'、'.join(INIT_LABEL[i] for i in cfg['inits'])}。"
             f"logits 沿输入的标准差：在固定的 {cfg['probe_batch']} 条探测序列上，固定位置和词表项、"
@@ -215,7 +226,7 @@ def render_warmup_sweep_table(results: list[dict], out_dir: Path) -> None:
     cfg = r["config"]
     lrs = sorted(cfg["lrs"])
     head = (["初始化", "条件"] + [f"峰值 {lr:g}" for lr in lrs]
-            + ["全部种子都学会的最大峰值", "第 1 步梯度：末层 / 首层（中位数）",
+            + ["全部种子都学会的最大峰值", "第 1 步梯度：末层 / 首层，中位数（最小–最大）",
                "没学会的训练：训练后 logits 沿输入的标准差（最小–最大）"])
     rows = []
     for init in cfg["inits"]:
@@ -234,14 +245,14 @@ def render_warmup_sweep_table(results: list[dict], out_dir: Path) -> None:
             row.append("—" if best is None else f"{best:g}")
             ratios = [x["grad_ratio"] for x in r["runs"] if (x["init"], x["norm"], x["warmup"]) == (init, *cond)
                       and x["grad_ratio"] is not None]
-            row.append(f"{_median(ratios):.2f}" if ratios else "—")
+            row.append(f"{_median(ratios):.2f}（{value_range(ratios, '.2f')}）" if ratios else "—")
             stuck = [x["logit_std"]["final"]["across_inputs"] for x in r["runs"]
                      if (x["init"], x["norm"], x["warmup"]) == (init, *cond) and x["stuck"] and x["logit_std"]["final"]]
-            row.append(f"{min(stuck):.3f}–{max(stuck):.3f}（{len(stuck)} 次）" if stuck else "—")
+            row.append(f"{value_range(stuck, '.3f')}（{len(stuck)} 次）" if stuck else "—")
             rows.append(row)
     note = ("每格是「学会的种子数 / 种子数」，括号里是没学会（末尾损失仍在均匀猜测附近）和发散的种子数；"
             "剩下的种子在 200 步末尾介于两个阈值之间（学得慢，不算失败也不算学会）。"
-            "第 1 步梯度之比与学习率和预热无关（第 1 步的参数相同），按初始化和归一化位置取全部种子的中位数。"
+            "第 1 步梯度之比与学习率和预热无关（第 1 步的参数相同），按初始化和归一化位置取全部种子的中位数，括号里是最小–最大。"
             "最后一列只看没学会的训练：接近 0 表示输出已经不随输入变化（塌缩），明显大于 0 表示输出仍随输入变化、只是没学到任务。\n\n")
     write_text(out_dir, "postln-warmup-sweep.md",
                _warmup_setup(r) + note + md_table(head, rows) + "\n" + md_caption(r))

@@ -5,7 +5,9 @@
 - length-generalization.md   同样的数字：每种编码、每个评估长度，全部位置与只看超出训练长度的位置
 - length-generalization-long.md  long 预设（正弦与 RoPE，4 倍步数）与 full 预设并排：超出训练长度的位置上的准确率
 - rope-wavelengths.svg       每一对维度的波长：原始 RoPE、PI、NTK-aware、YaRN、底数 500000（对数纵轴）
-- rope-wavelengths.md        这张图的设定与几个关键数（最短、最长波长，NTK 的新底数，YaRN 的系数）
+- rope-wavelengths.md        这张图的设定与几个关键数（最短、最长波长，NTK 的新底数，YaRN 的系数）；单次运行（由代码算出）
+
+长度泛化的均值与范围都由逐种子的 runs 经 snippets.stats.summarize 算出。
 
 没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
 """
@@ -15,7 +17,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_below, log_ticks, md_caption, md_table,
-                                              new_figure, pick, placeholder_svg, save_svg, series_style, write_text)
+                                              mean_range, new_figure, pick, placeholder_svg, save_svg, seed_errorbars,
+                                              series_style, write_text)
 
 ENCODING_LABELS = {"sinusoid": "正弦（输入端相加）", "learned": "可学习位置嵌入（输入端相加）",
                    "rope": "RoPE（旋转 q、k）", "alibi": "ALiBi（分数加线性偏置）"}
@@ -28,9 +31,15 @@ def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def _spread(mean: float, low: float, high: float) -> str:
+def _spread(values: list[float]) -> str:
     """均值（最小–最大），后两个不带 %：手机上表格不必横向滚动。"""
-    return f"{_pct(mean)}（{100 * low:.1f}–{100 * high:.1f}）"
+    return mean_range(values, _pct, lambda x: f"{100 * x:.1f}")
+
+
+def _per_seed(r: dict, encoding: str, length: int, key: str) -> list[float]:
+    """一种编码、一个评估长度上各种子的准确率（key：accuracy 全部位置，accuracy_beyond 只看训练长度以后）。"""
+    runs = sorted((x for x in r["runs"] if x["encoding"] == encoding), key=lambda x: x["seed"])
+    return [e[key] for x in runs for e in x["eval"] if e["length"] == length]
 
 
 def render_length_figure(results: list[dict], out_dir: Path) -> None:
@@ -42,11 +51,8 @@ def render_length_figure(results: list[dict], out_dir: Path) -> None:
     lens = [n for n in c["eval_lens"] if n > c["train_len"]]
     fig, ax = new_figure(FIG_WIDTH, 3.0)
     for i, enc in enumerate(c["encodings"]):
-        rows = [s for s in r["summary"] if s["encoding"] == enc and s["length"] in lens]
-        mean = [100 * s["beyond_mean"] for s in rows]
-        low = [100 * (s["beyond_mean"] - s["beyond_min"]) for s in rows]
-        high = [100 * (s["beyond_max"] - s["beyond_mean"]) for s in rows]
-        ax.errorbar(lens, mean, yerr=[low, high], capsize=3, label=ENCODING_LABELS[enc], **series_style(i))
+        mean, err = seed_errorbars([[100 * v for v in _per_seed(r, enc, n, "accuracy_beyond")] for n in lens])
+        ax.errorbar(lens, mean, yerr=err, capsize=3, label=ENCODING_LABELS[enc], **series_style(i))
     ax.axhline(100 / r["task"]["vocab_size"], color="#888888", linewidth=0.8, linestyle=":")
     ax.set_xscale("log", base=2)
     log_ticks(ax.xaxis, base=2)
@@ -68,9 +74,9 @@ def render_length_table(results: list[dict], out_dir: Path) -> None:
     rows = []
     for s in r["summary"]:
         if "beyond_mean" in s:                                           # 只看超出训练长度的位置
-            cell = _spread(s["beyond_mean"], s["beyond_min"], s["beyond_max"])
+            cell = _spread(_per_seed(r, s["encoding"], s["length"], "accuracy_beyond"))
         else:                                                            # 训练长度：全部位置
-            cell = _spread(s["accuracy_mean"], s["accuracy_min"], s["accuracy_max"]) + "，全部位置"
+            cell = _spread(_per_seed(r, s["encoding"], s["length"], "accuracy")) + "，全部位置"
         rows.append([SHORT_LABELS[s["encoding"]], s["length"], cell])
     learned = [x["learned_unseen_rows_max_change"] for x in r["runs"] if "learned_unseen_rows_max_change" in x]
     setup = (f"任务：前一个词元（位置 i 输出 x_(i−1)），{t['vocab_size']} 个符号，随机猜测 {100 / t['vocab_size']:.2f}%；"
@@ -95,9 +101,8 @@ def render_long_table(results: list[dict], out_dir: Path) -> None:
     for s in long["summary"]:
         if "beyond_mean" not in s:
             continue
-        (f,) = [x for x in full["summary"] if x["encoding"] == s["encoding"] and x["length"] == s["length"]]
         rows.append([SHORT_LABELS[s["encoding"]], s["length"]]
-                    + [_spread(x["beyond_mean"], x["beyond_min"], x["beyond_max"]) for x in (f, s)])
+                    + [_spread(_per_seed(x, s["encoding"], s["length"], "accuracy_beyond")) for x in (full, long)])
     c = long["config"]
     text = (f"超出训练长度的位置上的准确率，均值（{len(c['seeds'])} 个种子的最小–最大，单位 %）。两次运行只差步数（{steps[0]} 对 {steps[1]}），其余设置相同："
             f"训练长度 {c['train_len']}，种子 {c['seeds']}，每个评估长度 {c['eval_sequences']} 条新序列。\n\n")
@@ -133,7 +138,7 @@ def render_wavelength_table(results: list[dict], out_dir: Path) -> None:
     rows = [[GRID_LABELS[k], f"{min(v):.2f}", f"{max(v):,.0f}"] for k, v in r["wavelengths"].items()]
     text = (f"设定：每个头 d = {c['d']}，原长度 L = {c['original_len']}，扩展倍数 s = {c['factor']:g}，"
             f"YaRN 的 α = {c['alpha']:g}、β = {c['beta']:g}。NTK-aware 的新底数 {r['ntk_base']:,.0f}；"
-            f"YaRN 乘在 cos、sin 上的系数 {r['yarn_mscale']:.4f}。这些数由 `snippets/positional.py` 算出，不是测量。\n\n")
+            f"YaRN 乘在 cos、sin 上的系数 {r['yarn_mscale']:.4f}。单次运行：这些数由 `snippets/positional.py` 算出，不是测量。\n\n")
     write_text(out_dir, "rope-wavelengths.md", text + md_table(head, rows) + "\n" + md_caption(r))
 
 

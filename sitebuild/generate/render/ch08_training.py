@@ -1,9 +1,10 @@
 """第 08 章的图表：results/lr-schedule.json 与 results/training-recipe*.json → docs/generated/。
 
 - lr-schedule.svg         公式 (3) 的学习率曲线，base 与 big（warmup 4000）
-- lr-schedule.md          这张图的设定与两个峰值（由 snippets.training.noam_lr 算出，不是测量）
+- lr-schedule.md          这张图的设定与两个峰值（由 snippets.training.noam_lr 算出，不是测量；单次运行）
 - training-recipe.md      三种变体（论文设置、去掉标签平滑、β₂ = 0.999）在评估集上的困惑度、准确率、ECE，
-                          以及 β₂ 探针（v̂ 与最近梯度平方之比）
+                          以及 β₂ 探针（v̂ 与最近梯度平方之比）；均值都带各种子的最小–最大（逐种子的 runs
+                          经 snippets.stats.summarize 算出）
 - training-batching.md    同一个训练集按长度分批与不排序装批的批数与填充浪费
 - training-recipe-long.md long 预设（4 倍步数）与 full 并排：标签平滑的两种变体
 
@@ -14,8 +15,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_below, md_caption, md_table, new_figure,
-                                              pick, placeholder_svg, save_svg, series_style, write_text)
+from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_below, md_caption, md_table, mean_range,
+                                              new_figure, pick, placeholder_svg, save_svg, series_style, value_range,
+                                              write_text)
 
 VARIANT_LABELS = {"paper": "论文设置（ε_ls 0.1，β₂ 0.98）", "no-ls": "去掉标签平滑（ε_ls 0）",
                   "beta2-999": "β₂ = 0.999（ε_ls 0.1）"}
@@ -52,16 +54,20 @@ def render_schedule_table(results: list[dict], out_dir: Path) -> None:
     c = r["config"]
     rows = [[name, d, f"{r['peak'][name]:.3e}", f"{r['lr'][name][-1]:.3e}"] for name, d in c["models"].items()]
     text = (f"warmup_steps = {c['warmup']}；曲线每 {c['every']} 步取一个点，到第 {c['max_step']:,} 步。"
-            f"这些数由 `snippets/training.py` 的 `noam_lr` 算出，不是测量。\n\n")
+            f"单次运行：这些数由 `snippets/training.py` 的 `noam_lr` 算出，不是测量。\n\n")
     head = ["模型", "d_model", "峰值", f"第 {c['max_step'] // 1000}K 步"]
     write_text(out_dir, "lr-schedule.md", text + md_table(head, rows) + "\n" + md_caption(r))
 
 
-def _spread(s: dict, key: str, pct: bool) -> str:
-    f = _pct if pct else (lambda x: f"{x:.3f}")
-    lo, hi = s[f"{key}_min"], s[f"{key}_max"]
-    inner = f"{100 * lo:.1f}–{100 * hi:.1f}" if pct else f"{lo:.3f}–{hi:.3f}"
-    return f"{f(s[f'{key}_mean'])}（{inner}）"
+def _runs(r: dict, variant: str) -> list[dict]:
+    """一种变体的逐种子运行，按种子排序。"""
+    return sorted((x for x in r["runs"] if x["variant"] == variant), key=lambda x: x["seed"])
+
+
+def _spread(r: dict, variant: str, key: str, pct: bool) -> str:
+    """评估集上 key 的各种子均值（最小–最大）；百分数的括号里不带 %（手机上表格不必横向滚动）。"""
+    values = [x["eval"][key] for x in _runs(r, variant)]
+    return mean_range(values, _pct, lambda x: f"{100 * x:.1f}") if pct else mean_range(values, ".3f")
 
 
 def _setup(r: dict) -> str:
@@ -78,13 +84,17 @@ def render_recipe_table(results: list[dict], out_dir: Path) -> None:
     if r is None:
         write_text(out_dir, "training-recipe.md", NO_RESULTS)
         return
-    head = ["变体", "困惑度", "准确率", "ECE"]
-    rows = [[SHORT[s["variant"]], _spread(s, "perplexity", False), _spread(s, "accuracy", True),
-             f"{s['ece_mean']:.3f}"] for s in r["summary"]]
-    probe = "；".join(f"{SHORT[s['variant']]} {s['v_hat_ratio_mean']:.2f}" for s in r["summary"])
+    # ECE 的均值与范围分两列：均值一列的写法是第 08 章测试读的
+    head = ["变体", "困惑度", "准确率", "ECE", "ECE 最小–最大"]
+    rows = [[SHORT[s["variant"]], _spread(r, s["variant"], "perplexity", False), _spread(r, s["variant"], "accuracy", True),
+             f"{s['ece_mean']:.3f}", value_range([x["eval"]["ece"] for x in _runs(r, s["variant"])], ".3f")]
+            for s in r["summary"]]
+    probe = "；".join(SHORT[s["variant"]] + " "
+                     + mean_range([x["v_hat_over_recent_grad_sq"] for x in _runs(r, s["variant"])], ".2f")
+                     for s in r["summary"])
     text = (_setup(r) + "评估集上教师强制：困惑度只含 −log p_y（不含平滑项），写作均值（各种子的最小–最大）；"
-            "ECE 是 10 个置信度区间的期望校准误差，各种子的均值。\n\n")
-    tail = (f"\nβ₂ 探针（训练结束时 Σ v̂ 与最近 {r['config']['grad_window']} 步 ‖g‖² 均值之比，各种子的均值）：{probe}。\n\n")
+            "ECE 是 10 个置信度区间的期望校准误差，各种子的均值，下一列是它的最小–最大。\n\n")
+    tail = (f"\nβ₂ 探针（训练结束时 Σ v̂ 与最近 {r['config']['grad_window']} 步 ‖g‖² 均值之比，各种子的均值（最小–最大））：{probe}。\n\n")
     write_text(out_dir, "training-recipe.md", text + md_table(head, rows) + tail + md_caption(r))
 
 
@@ -109,9 +119,9 @@ def render_long_table(results: list[dict], out_dir: Path) -> None:
     steps = (full["config"]["steps"], long["config"]["steps"])
     rows = []
     for s in long["summary"]:
-        (f,) = [x for x in full["summary"] if x["variant"] == s["variant"]]
-        for x, n in ((f, steps[0]), (s, steps[1])):
-            rows.append([f"{SHORT[s['variant']]}，{n} 步", _spread(x, "perplexity", False), _spread(x, "accuracy", True)])
+        for x, n in ((full, steps[0]), (long, steps[1])):
+            rows.append([f"{SHORT[s['variant']]}，{n} 步", _spread(x, s["variant"], "perplexity", False),
+                         _spread(x, s["variant"], "accuracy", True)])
     text = (f"两次运行只差步数（{steps[0]} 对 {steps[1]}），其余设置与种子 {long['config']['seeds']} 相同；"
             "评估集上的困惑度与准确率，均值（各种子的最小–最大）。\n\n")
     write_text(out_dir, "training-recipe-long.md",

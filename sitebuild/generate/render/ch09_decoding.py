@@ -5,6 +5,8 @@
 - toy-translation-averaging.md 每个种子：最后一个检查点与最后 k 个的平均，测试集交叉熵与贪心、束搜索的 BLEU
 - toy-translation-budgets.md   early（300 步）、full（600 步）、long（1800 步）并排的 BLEU
 
+表里的均值都带各种子的最小–最大（逐种子的 runs 经 snippets.stats.summarize 算出）。
+
 没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
 """
 
@@ -12,13 +14,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, md_caption, md_table, new_figure, pick,
+from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, md_caption, md_table, mean_range, new_figure, pick,
                                               placeholder_svg, save_svg, series_style, write_text)
 
 # 短标签：手机上表格不必横向滚动。「束 4」= 束宽 4；「平均」= 最后 k 个检查点的平均
 METHOD_LABELS = {"greedy": "贪心", "beam4": "束 4，α=0", "beam4-lp": "束 4，α=0.6",
                  "avg-greedy": "平均 + 贪心", "avg-beam4-lp": "平均 + 束 4，α=0.6"}
 LEGEND = "「束 4」是束宽 4 的束搜索，α 是长度惩罚的指数；「平均」是最后 k 个检查点的平均，其余方法用最后一个检查点。"
+
+
+def _per_seed(r: dict, method: str, key: str) -> list[float]:
+    """一种解码方式的 key（bleu、length_ratio、exact_match）在各种子上的值。"""
+    return [x["methods"][method][key] for x in sorted(r["runs"], key=lambda x: x["seed"])]
 
 
 def _setup(r: dict) -> str:
@@ -59,14 +66,16 @@ def render_table(results: list[dict], out_dir: Path) -> None:
     if r is None:
         write_text(out_dir, "toy-translation.md", NO_RESULTS)
         return
-    head = ["解码", "BLEU（最小–最大）", "c/r", "全对"]
-    rows = [[METHOD_LABELS[s["method"]], f"{s['bleu_mean']:.2f}（{s['bleu_min']:.2f}–{s['bleu_max']:.2f}）",
-             f"{s['length_ratio_mean']:.3f}", f"{100 * s['exact_match_mean']:.1f}%"] for s in r["summary"]]
+    head = ["解码", "BLEU", "c/r", "全对"]
+    rows = [[METHOD_LABELS[s["method"]], mean_range(_per_seed(r, s["method"], "bleu"), ".2f"),
+             mean_range(_per_seed(r, s["method"], "length_ratio"), ".3f"),
+             mean_range(_per_seed(r, s["method"], "exact_match"), lambda x: f"{100 * x:.1f}%",
+                        lambda x: f"{100 * x:.1f}")] for s in r["summary"]]
     diff = max(abs(m["bleu"] - m["sacrebleu"]) for x in r["runs"] for m in x["methods"].values())
     sig = r["runs"][0]["methods"]["greedy"]["signature"]
     text = (_setup(r) + f"\n\nBLEU 由本章的 `corpus_bleu` 算出；sacreBLEU（签名 `{sig}`）对每个种子、每种解码给出的分数与它"
-            f"最多相差 {diff:.1e}。BLEU 是各种子的均值（括号里是最小–最大）；c/r 是译文总词数与参考总词数之比（简短惩罚用的就是它），"
-            f"「全对」是与参考逐字相同的句子比例，都是各种子的均值。{LEGEND}\n\n")
+            f"最多相差 {diff:.1e}。c/r 是译文总词数与参考总词数之比（简短惩罚用的就是它），「全对」是与参考逐字相同的句子比例；"
+            f"每格是各种子的均值，括号里是最小–最大（「全对」的括号里单位是 %）。{LEGEND}\n\n")
     write_text(out_dir, "toy-translation.md", text + md_table(head, rows) + "\n" + md_caption(r))
 
 
@@ -101,8 +110,7 @@ def render_budget_table(results: list[dict], out_dir: Path) -> None:
     head = ["解码"] + [f"{r['config']['steps']} 步" for r in runs]
     rows = []
     for method in METHOD_LABELS:
-        rows.append([METHOD_LABELS[method]] + [f"{[x for x in r['summary'] if x['method'] == method][0]['bleu_mean']:.2f}"
-                                               for r in runs])
+        rows.append([METHOD_LABELS[method]] + [mean_range(_per_seed(r, method, "bleu"), ".2f") for r in runs])
     lines = []
     for r in runs:
         seeds = r["runs"]
@@ -112,7 +120,7 @@ def render_budget_table(results: list[dict], out_dir: Path) -> None:
         loss = sum(x["test_loss"]["averaged"] < x["test_loss"]["last"] for x in seeds)
         lines.append(f"- {r['config']['steps']} 步：束 4 减贪心 {_signed(beam)}；α=0.6 减 α=0 {_signed(lp)}；"
                      f"平均减最后一个（束 4，α=0.6）{_signed(avg)}；平均降低测试集交叉熵的种子 {loss}/{len(seeds)}")
-    text = (f"BLEU 均值，{len(runs[0]['runs'])} 个种子。几次运行只差训练步数，其余设置、种子与测试集都相同。{LEGEND}\n\n"
+    text = (f"BLEU，{len(runs[0]['runs'])} 个种子的均值（最小–最大）。几次运行只差训练步数，其余设置、种子与测试集都相同。{LEGEND}\n\n"
             + md_table(head, rows) + "\n每个种子（种子 " + "、".join(str(x["seed"]) for x in runs[0]["runs"])
             + " 依次）的 BLEU 差：\n\n" + "\n".join(lines) + "\n\n")
     write_text(out_dir, "toy-translation-budgets.md", text + md_caption(*runs))

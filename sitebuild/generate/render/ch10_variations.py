@@ -3,7 +3,8 @@ results/model-variations.json（表 3 (B)(C)(D) 的玩具版）→ docs/generate
 
 - ch10-table3.md          表 3 的 20 行：改了什么、困惑度、BLEU、论文的参数量
 - ch10-param-count.md     有参数量的 11 行与 (E)：论文的值，按读者模型的约定在 |V| = 37000、41000、36000 下重算
-- ch10-variations.md      玩具扫描：每个变体的参数量、评估集困惑度（各种子的均值与范围）、训练集困惑度、准确率
+- ch10-variations.md      玩具扫描：每个变体的参数量、评估集困惑度、训练集困惑度、准确率（各种子的均值与范围，
+                          逐种子的 runs 经 snippets.stats.summarize 算出）
 - ch10-variations.svg     同样的评估集困惑度：每个种子一个点，竖线是均值
 
 没有结果文件时写占位图和一行说明。同样的输入得到逐字节相同的文件。
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, md_caption, md_table, new_figure, pick,
+from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, md_caption, md_table, mean_range, new_figure, pick,
                                               placeholder_svg, save_svg, series_style, write_text)
 from snippets.variations import row_param_count, rounds_to, table3
 
@@ -67,6 +68,11 @@ def render_param_count(results: list[dict], out_dir: Path) -> None:
     write_text(out_dir, "ch10-param-count.md", text + md_table(head, rows))
 
 
+def _per_seed(r: dict, variant: str, split: str, key: str) -> list[float]:
+    """一个变体在各种子上的 run[split][key]（split：eval 评估集，train_eval 训练集）。"""
+    return [x[split][key] for x in sorted(r["runs"], key=lambda x: x["seed"]) if x["variant"] == variant]
+
+
 def _setup(r: dict) -> str:
     c, m = r["config"], r["task"]["base_model"]
     return (f"任务：第 08 章的倒序任务（同一份数据、同一个训练循环）。基线：读者的 Transformer，d_model = {m['d_model']}，"
@@ -83,10 +89,12 @@ def render_sweep_table(results: list[dict], out_dir: Path) -> None:
         return
     head = ["变体", "参数量", "评估困惑度", "训练困惑度", "准确率"]
     rows = [[VARIANT_LABELS[s["variant"]], f"{s['params']:,}",
-             f"{s['perplexity_mean']:.3f}（{s['perplexity_min']:.3f}–{s['perplexity_max']:.3f}）",
-             f"{s['train_perplexity_mean']:.3f}", f"{100 * s['accuracy_mean']:.1f}%"] for s in r["summary"]]
-    text = (_setup(r) + "\n\n困惑度是教师强制下 exp(平均负对数似然)（不含平滑项），评估集括号里是各种子的最小–最大；"
-            "训练困惑度与准确率是各种子的均值。\n\n")
+             mean_range(_per_seed(r, s["variant"], "eval", "perplexity"), ".3f"),
+             mean_range(_per_seed(r, s["variant"], "train_eval", "perplexity"), ".3f"),
+             mean_range(_per_seed(r, s["variant"], "eval", "accuracy"), lambda x: f"{100 * x:.1f}%",
+                        lambda x: f"{100 * x:.1f}")] for s in r["summary"]]
+    text = (_setup(r) + "\n\n困惑度是教师强制下 exp(平均负对数似然)（不含平滑项）。每格是各种子的均值，括号里是最小–最大"
+            "（准确率的括号里单位是 %）。\n\n")
     write_text(out_dir, "ch10-variations.md", text + md_table(head, rows) + "\n" + md_caption(r))
 
 
@@ -122,10 +130,9 @@ def render_long_table(results: list[dict], out_dir: Path) -> None:
     head = ["变体", f"{full['config']['steps']} 步", f"{long['config']['steps']} 步"]
     rows = []
     for s in long["summary"]:
-        (f,) = [x for x in full["summary"] if x["variant"] == s["variant"]]
-        rows.append([VARIANT_LABELS[s["variant"]], f"{f['perplexity_mean']:.3f}",
-                     f"{s['perplexity_mean']:.3f}（{s['perplexity_min']:.3f}–{s['perplexity_max']:.3f}）"])
-    text = (f"评估集困惑度，种子 {long['config']['seeds']} 的均值（900 步一列的括号里是最小–最大）。两次运行只差训练步数，"
+        rows.append([VARIANT_LABELS[s["variant"]]]
+                    + [mean_range(_per_seed(x, s["variant"], "eval", "perplexity"), ".3f") for x in (full, long)])
+    text = (f"评估集困惑度，种子 {long['config']['seeds']} 的均值（最小–最大）。两次运行只差训练步数，"
             "其余设置、数据与种子都相同。\n\n")
     write_text(out_dir, "ch10-variations-long.md", text + md_table(head, rows) + "\n" + md_caption(full, long))
 

@@ -1,9 +1,13 @@
 """第 11 章的实验图表：results/attention-residuals.json（full）与 attention-residuals-long.json（long）→ docs/generated/。
 
-- attention-residuals.md        三种残差的验证损失（种子均值与范围）、超额损失、参数量，以及设置与预算
+- attention-residuals.md        三种残差的验证损失、超额损失（种子均值与范围）、参数量，以及设置与预算
 - attention-residuals-long.md   同样的表，900 步（long 预设）
-- attention-residuals.svg       上：训练结束时每个子层输入的均方根；下：每个子层参数的梯度范数（种子均值）
-- attention-residuals-alpha.svg Full 与 Block AttnRes 学到的平均深度注意力权重（热图，种子均值）
+- attention-residuals.svg       上：训练结束时每个子层输入的均方根；下：每个子层参数的梯度范数（种子均值，
+                                竖线是最小–最大）
+- attention-residuals-alpha.svg Full 与 Block AttnRes 学到的平均深度注意力权重（热图，种子均值；标题写出
+                                各格种子间最大与最小之差的最大值）
+
+均值与范围都由逐种子的 runs 经 snippets.stats.summarize 算出。
 - attention-residuals-stream.md 普通残差：‖h_L‖ 与「各输出互不相关」时预测值之比、各输出两两的平均余弦
                                 （初始化时 32 个子层的探针；训练前后的 8 个子层）
 
@@ -16,8 +20,8 @@ import statistics
 from pathlib import Path
 
 from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, PALETTE, TEXT_COLOR, legend_below, md_caption, md_table,
-                                              new_figure, pick, placeholder_svg, save_svg, weight_colormap,
-                                              write_text)
+                                              mean_range, new_figure, pick, placeholder_svg, save_svg, seed_errorbars,
+                                              weight_colormap, write_text)
 
 KIND = "attention-residuals"
 LABEL = {"baseline": "普通残差", "full": "Full AttnRes", "block": "Block AttnRes"}
@@ -26,11 +30,7 @@ STYLE = {"baseline": ("o", "-"), "full": ("^", "--"), "block": ("s", ":")}
 
 
 def _runs(r: dict, variant: str) -> list[dict]:
-    return [x for x in r["runs"] if x["variant"] == variant]
-
-
-def _mean_curve(runs: list[dict], key: str) -> list[float]:
-    return [statistics.fmean(vals) for vals in zip(*(x[key] for x in runs))]
+    return sorted((x for x in r["runs"] if x["variant"] == variant), key=lambda x: x["seed"])
 
 
 def _setup(r: dict) -> str:
@@ -44,11 +44,13 @@ def _setup(r: dict) -> str:
 
 
 def _loss_table(r: dict) -> str:
-    head = ["残差", "参数", "验证损失：均值（范围）", "超额损失"]
+    floor = r["task"]["entropy_floor"]
+    head = ["残差", "参数", "验证损失：均值（范围）", "超额损失：均值（范围）"]
     rows = [[LABEL[s["variant"]], f"{s['params']:,}",
-             f"{s['val_loss_mean']:.4f}（{s['val_loss_min']:.4f}–{s['val_loss_max']:.4f}）", f"{s['excess_mean']:.4f}"]
+             mean_range([x["val_loss"] for x in _runs(r, s["variant"])], ".4f"),
+             mean_range([x["val_loss"] - floor for x in _runs(r, s["variant"])], ".4f")]
             for s in r["summary"]]
-    note = ("超额损失 = 验证损失的种子均值 − 熵下界（真实分布自己的交叉熵）。每个种子的最终值：" +
+    note = ("超额损失 = 验证损失 − 熵下界（真实分布自己的交叉熵），逐种子减后取均值与范围。每个种子的最终值：" +
             "；".join(f"{LABEL[v]} " + "、".join(f"{x['val_loss']:.4f}" for x in _runs(r, v))
                      for v in r["config"]["variants"]) + "。\n\n")
     return md_table(head, rows) + "\n" + note
@@ -79,11 +81,12 @@ def render_depth_figure(results: list[dict], out_dir: Path) -> None:
     for v in r["config"]["variants"]:
         runs = _runs(r, v)
         marker, style = STYLE[v]
-        rms = _mean_curve(runs, "input_rms")
-        top.plot(range(len(rms)), rms, color=COLOR[v], marker=marker, linestyle=style, markersize=4, label=LABEL[v])
-        grad = _mean_curve(runs, "grad_norm")
-        bottom.plot(range(1, len(grad) + 1), grad, color=COLOR[v], marker=marker, linestyle=style, markersize=4,
-                    label=LABEL[v])
+        rms, err = seed_errorbars(zip(*(x["input_rms"] for x in runs)))
+        top.errorbar(range(len(rms)), rms, yerr=err, color=COLOR[v], marker=marker, linestyle=style, markersize=4,
+                     capsize=2, label=LABEL[v])
+        grad, err = seed_errorbars(zip(*(x["grad_norm"] for x in runs)))
+        bottom.errorbar(range(1, len(grad) + 1), grad, yerr=err, color=COLOR[v], marker=marker, linestyle=style,
+                        markersize=4, capsize=2, label=LABEL[v])
     n = 2 * r["config"]["model"]["n_layers"]
     top.set_xlabel(f"子层 l（0 = 第一个子层的输入，{n} = 送往输出层）")
     top.set_ylabel("输入 h_l 的均方根")
@@ -94,13 +97,19 @@ def render_depth_figure(results: list[dict], out_dir: Path) -> None:
     bottom.set_ylabel("参数梯度范数")
     bottom.set_title("训练结束时每个子层的梯度（验证批上反传一次）")
     bottom.set_ylim(bottom=0)
-    legend_below(bottom, ncol=3, title=f"{len(r['config']['seeds'])} 个种子的均值，{r['config']['steps']} 步")
+    legend_below(bottom, ncol=3, title=f"{len(r['config']['seeds'])} 个种子的均值（竖线：最小–最大），"
+                                       f"{r['config']['steps']} 步")
     fig.subplots_adjust(hspace=0.9)
     save_svg(fig, out_dir / "attention-residuals.svg", sources=[r])
 
 
 def _mean_alpha(runs: list[dict]) -> list[list[float]]:
     return [[statistics.fmean(vals) for vals in zip(*rows)] for rows in zip(*(x["alpha"] for x in runs))]
+
+
+def _alpha_spread(runs: list[dict]) -> float:
+    """各格（运算, 来源）上种子间最大与最小权重之差，取全部格子的最大值。"""
+    return max(max(vals) - min(vals) for rows in zip(*(x["alpha"] for x in runs)) for vals in zip(*rows))
 
 
 def render_alpha_figure(results: list[dict], out_dir: Path) -> None:
@@ -125,7 +134,7 @@ def render_alpha_figure(results: list[dict], out_dir: Path) -> None:
         ax.set_xticks(range(width))
         ax.set_xlabel("来源（0 = 嵌入）" if v == "full" else "来源（0 = 嵌入，其后是块摘要，最后是部分和）")
         ax.set_ylabel("AttnRes 运算（子层）")
-        ax.set_title(f"{LABEL[v]}：平均权重 α")
+        ax.set_title(f"{LABEL[v]}：平均权重 α\n{len(_runs(r, v))} 个种子的均值，每格种子间的差 ≤ {_alpha_spread(_runs(r, v)):.2f}")
         fig.colorbar(image, ax=ax, fraction=0.04)
     fig.subplots_adjust(hspace=0.6)
     save_svg(fig, out_dir / "attention-residuals-alpha.svg", sources=[r])

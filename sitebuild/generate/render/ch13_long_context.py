@@ -4,7 +4,8 @@
 - ch13-scaling.svg / ch13-scaling.md   五种注意力的峰值额外内存与时间随 n（CPU 一节；有 CUDA 文件时每个再一节：
                                        与 CPU 峰值的字节差和时间，没有时一行「还没有」）
 - ch13-decode-step.md                  读过 n 个词元后解码一个词元的峰值额外内存（有 CUDA 文件时加一行与 CPU 的差）
-- ch13-recall.md                       不训练的联想回忆：四种记忆的回忆率随 N（各种子的平均；有 CUDA 文件时加一行比较）
+- ch13-recall.md                       不训练的联想回忆：四种记忆的回忆率随 N（各种子的均值与最小–最大，由
+                                       snippets.stats.summarize 算出；有 CUDA 文件时加一行比较）
 
 由代码算出（不是测量）：
 - ch13-costs.md                        全注意力、滑动窗口、线性注意力的 FLOPs 与解码状态（闭式）
@@ -16,8 +17,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_below, md_caption,
-                                              md_table, new_figure, of_kind, pick, placeholder_svg, save_svg,
+from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_below, md_caption, md_table,
+                                              mean_range, new_figure, of_kind, pick, placeholder_svg, save_svg,
                                               series_style, write_text)
 from snippets.probes.long_context import attention_flops, decode_state_elems
 
@@ -187,6 +188,14 @@ def recall_means(r: dict) -> dict:
     return {n: {m: sum(x[m] for x in xs) / len(xs) for m in RECALL} for n, xs in sorted(out.items())}
 
 
+def recall_rows(r: dict) -> list[list]:
+    """表的每一行：N，四种记忆各一格「各种子的均值（最小–最大）」。"""
+    out: dict = {}
+    for x in sorted(r["probes"]["recall"]["rows"], key=lambda x: x["seed"]):
+        out.setdefault(x["n_pairs"], []).append(x)
+    return [[n] + [mean_range([x[m] for x in xs], ".3f") for m in RECALL] for n, xs in sorted(out.items())]
+
+
 def render_recall(results: list[dict], out_dir: Path) -> None:
     r = _cpu(results)
     if r is None:
@@ -194,15 +203,15 @@ def render_recall(results: list[dict], out_dir: Path) -> None:
         return
     c = r["probes"]["recall"]["config"]
     head = ["N 对"] + list(RECALL.values())
-    body = [[n] + [f"{v[m]:.3f}" for m in RECALL] for n, v in recall_means(r).items()]
-    text = (f"不训练：d_k = {c['d_k']} 维随机单位键，N 个随机单位值（64 维）；{len(c['seeds'])} 个种子的平均回忆率"
-            f"（输出与码本里最像的值是对的那个）。softmax 的查询乘锐度 {c['sharpness']:g}。\n\n")
+    body = recall_rows(r)
+    text = (f"不训练：d_k = {c['d_k']} 维随机单位键，N 个随机单位值（64 维）；回忆率 = 输出与码本里最像的值是对的那个的比例，"
+            f"每格是 {len(c['seeds'])} 个种子的均值，括号里是最小–最大。softmax 的查询乘锐度 {c['sharpness']:g}。\n\n")
     gpu = ""
     for g in _gpus(results):
         if g["probes"]["recall"] == r["probes"]["recall"]:
             gpu += f"\n**GPU。** {_gpu_name(g)} 上每个种子、每个 N 的回忆率都与上表逐项相同。\n"
         else:
-            body_g = [[n] + [f"{v[m]:.3f}" for m in RECALL] for n, v in recall_means(g).items()]
+            body_g = recall_rows(g)
             gpu += f"\n**GPU。** {_gpu_name(g)}：\n\n" + md_table(head, body_g)
     write_text(out_dir, "ch13-recall.md", text + md_table(head, body) + gpu + "\n" + md_caption(r, *_gpus(results)))
 
