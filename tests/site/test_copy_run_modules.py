@@ -113,6 +113,15 @@ SMOKE = {
         else:
             raise AssertionError("a (4, 3) matrix passed as (4, 4)")
     """,
+    "llama:generate": """
+        torch.manual_seed(0)
+        model = LlamaDecoder(11, 16, 2, 4, 2, 24).eval()
+        prompt = torch.randint(0, 11, (2, 5))
+        with torch.no_grad():
+            tokens = greedy_generate(model, prompt, 4)
+            full = model(tokens[:, :-1])                              # no cache: every prefix at once
+        assert tokens.shape == (2, 9) and torch.equal(full[:, 4:].argmax(-1), tokens[:, 5:])
+    """,
     "decoding:greedy-decode": """
         torch.manual_seed(0)
         model = Transformer(7, 8, 2, 2, 16, dropout=0.0).eval()
@@ -143,6 +152,10 @@ PREFIX = {
     "positional": [("checks", ["imports", "checks"]), ATTENTION],
     "decoding": [ATTENTION, SINUSOID, ("transformer", ["imports", "positional-encoding", "embedding", "ffn",
                                              "encoder-layer", "decoder-layer", "model", "kv-cache"])],
+    # snippets/llama.py: assembled from chapters 02, 04, 05 and 07's parts (its docstring lists them)
+    "llama": [ATTENTION, ("multihead", ["imports", "gqa"]), ("norms", ["imports", "rmsnorm", "checks"]),
+              ("ffn", ["imports", "swiglu"]), ("checks", ["imports", "checks"]), ("positional", ["imports", "rope"]),
+              ("transformer", ["imports", "embedding"])],
     "rnn": [("checks", ["imports", "checks"])],
     "lstm": [("checks", ["imports", "checks"])],
 }

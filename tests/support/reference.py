@@ -83,3 +83,20 @@ def torch_lstm(ours, dtype=F64) -> torch.nn.LSTM:
 def rand(*shape, seed: int = 0, dtype=F64) -> torch.Tensor:
     """Standard-normal tensor from its own seeded generator (float64 unless told)."""
     return torch.randn(*shape, generator=gen(seed), dtype=dtype)
+
+
+def randomize_(module: torch.nn.Module, seed: int = 0) -> torch.nn.Module:
+    """Draw every parameter afresh from one seeded generator, so that a weight copied to the wrong place
+    shows in the outputs: matrices N(0, 1/fan_in), norm gains 1 + U(-0.5, 0.5), other vectors (biases)
+    U(-0.5, 0.5). Default inits (gains 1, biases 0) would hide a swapped or forgotten LayerNorm or bias.
+    A shared parameter is drawn once. Returns the module."""
+    g = gen(seed)
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if p.dim() >= 2:
+                p.copy_(torch.randn(p.shape, generator=g, dtype=F64) / p.shape[-1] ** 0.5)
+            elif "norm" in name and not name.endswith("bias"):
+                p.copy_(1 + torch.rand(p.shape, generator=g, dtype=F64) - 0.5)
+            else:
+                p.copy_(torch.rand(p.shape, generator=g, dtype=F64) - 0.5)
+    return module
