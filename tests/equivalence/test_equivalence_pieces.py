@@ -33,6 +33,10 @@ def heads(x: torch.Tensor, lin: torch.nn.Linear, n_heads: int) -> torch.Tensor:
     return lin(x).view(batch, n, n_heads, -1).transpose(1, 2)
 
 
+@pytest.mark.claim("ch04-gqa-repeat-kv", paper="Ainslie et al. 2023 (GQA)",
+                   title="GQA 的头共享与 Hugging Face 的 repeat_kv",
+                   text="读者 GQA 的 repeat_interleave 与 HF 的 repeat_kv 相同：查询头 i 读 K/V 头 i // (h/g)；带缓存的解码步与 "
+                        "scaled_dot_product_attention(enable_gqa=True) 加 causal_lower_right 相同")
 def test_gqa_sharing_is_hf_repeat_kv():
     """HF's eager attention expands the K/V heads with repeat_kv ((b, g, n, d) -> (b, h, n, d), query head i
     reads K/V head i // (h/g)); with those K, V the reader's GroupedQueryAttention gives the same output."""
@@ -76,6 +80,9 @@ def test_gqa_decode_chunk_with_cache_is_sdpa_enable_gqa_lower_right():
 
 
 @pytest.mark.parametrize("n_heads", [1, 2, 3, 4, 5, 6, 8, 12, 16, 20, 24, 32])
+@pytest.mark.claim("ch07-alibi-bloom", paper="Press et al. 2022 (ALiBi)",
+                   title="ALiBi 的斜率与 BLOOM 的 build_alibi_tensor",
+                   text="1 到 32 个头（含非 2 的幂）的斜率与 BLOOM 相同；偏置每行只差一个常数 −m·i，softmax 不变")
 def test_alibi_slopes_are_blooms(n_heads):
     """The slopes equal BLOOM's (powers of two and not, where both take every other slope of 2c heads), to
     float32 rounding: BLOOM computes them in float32."""
@@ -103,6 +110,10 @@ def test_alibi_bias_is_blooms_up_to_a_row_constant():
     assert (soft(ours) - soft(bloom)).abs().max() < 1e-6
 
 
+@pytest.mark.claim("ch12-decode-mask-lower-right", paper="§3.2.3",
+                   title="解码步的因果掩码是右下对齐的",
+                   text="缓存了 t 个位置后，读者 Transformer.decode 与 LLaMA 注意力对 m 个新位置用的掩码恰好是 "
+                        "causal_lower_right(m, t + m)；SDPA 的 is_causal=True 是左上对齐")
 def test_transformer_decode_step_mask_is_causal_lower_right():
     """Transformer.decode with t cached positions and m new ones builds the (m, t + m) mask that
     causal_lower_right(m, t + m) is: the weights of its self-attention are zero exactly where that mask is False."""

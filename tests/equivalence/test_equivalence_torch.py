@@ -90,6 +90,10 @@ def model(norm_first: bool, seed: int = 1) -> Transformer:
 @pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors:UserWarning",
                             "ignore:enable_nested_tensor is True:UserWarning")
 @pytest.mark.parametrize("norm_first", [False, True], ids=["post-LN", "pre-LN"])
+@pytest.mark.claim("ch02-equals-nn-transformer", paper="§3.1–§3.3",
+                   title="论文的 Transformer 与 torch.nn.Transformer",
+                   text="复制权重后，读者的编码器输出、解码器输出与 torch.nn.Transformer 相差 < 1e-12（post-LN 与 pre-LN，"
+                        "带填充的批）；post-LN 要删掉 nn.Transformer 两个栈末尾的 LayerNorm")
 def test_whole_model_equals_nn_transformer(norm_first):
     """Encoder output, decoder output and logits equal nn.Transformer's to 1e-12 (float64), with a
     padded source batch; nn's post-LN encoder returns exact zeros at padded positions."""
