@@ -255,3 +255,4 @@ def test_eval_perplexity_can_beat_the_smoothing_optimum():
     assert len(values) == 6 and all(v < floor for v in values)
     assert (round(min(values), 2), round(max(values), 2)) == (1.06, 1.10)
     assert_states(DERIVATION, r"1/(0.9+0.1/78)\approx1.1095", "评估困惑度都在1.06–1.10之间")
+    assert_states(chapter("10") + "questions.md", "最优解处1.1095）评估困惑度就在1.06–1.10之间", "**一种假说**")
