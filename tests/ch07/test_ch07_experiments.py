@@ -14,10 +14,14 @@ from snippets.experiments import length_generalization as lg
 from snippets.experiments import rope_scaling
 from snippets.positional import rope_frequencies, scaled_rope_frequencies
 from snippets.results import load_results
+from snippets.stats import compare_seeds, describe
 from tests.support.pages import assert_states, chapter
+from tests.support.verdicts import assert_reading
 
 CH07 = chapter("07")
 CODE = CH07 + "code.md"
+DERIVATION = CH07 + "derivation.md"
+QUESTIONS = CH07 + "questions.md"
 ROOT = Path(__file__).resolve().parents[2]
 LENGTH = ROOT / "results" / "length-generalization.json"
 SCALING = ROOT / "results" / "rope-scaling.json"
@@ -37,6 +41,25 @@ def summary(data: dict, encoding: str, n: int) -> dict:
     return row
 
 
+def compare(a_data: dict, a: str, b_data: dict, b: str, n: int, key: str = "accuracy_beyond"):
+    """b − a on the same seeds (accuracy at evaluation length n), read with snippets.stats.compare_seeds.
+
+    The resolution is one token: 128 sequences × (n − 32) positions beyond the training length, or × (n − 1) in all."""
+    def values(data, encoding):
+        runs = sorted((r for r in data["runs"] if r["encoding"] == encoding), key=lambda r: r["seed"])
+        return [r["seed"] for r in runs], [next(e[key] for e in r["eval"] if e["length"] == n) for r in runs]
+    seeds, x = values(a_data, a)
+    seeds_b, y = values(b_data, b)
+    assert seeds == seeds_b
+    sequences, train_len = a_data["config"]["eval_sequences"], a_data["config"]["train_len"]
+    tokens = sequences * ((n - train_len) if key == "accuracy_beyond" else (n - 1))
+    return compare_seeds(x, y, seeds, resolution=1 / tokens)
+
+
+def points(c) -> str:
+    return describe(c, " 个点", digits=1, scale=100)
+
+
 def test_length_file_covers_every_encoding_seed_and_length(length):
     cfg = length["config"]
     assert cfg["encodings"] == lg.ENCODINGS and len(cfg["seeds"]) >= 5
@@ -54,13 +77,18 @@ def test_length_file_covers_every_encoding_seed_and_length(length):
 
 
 @pytest.mark.claim("ch07-in-range-equal", paper="§3.5; §6.2, 表 3 (E)", results="results/length-generalization.json",
-                   title="训练长度内四种编码相同",
-                   text="在训练长度 32 上，正弦、可学习、RoPE、ALiBi 每个种子的准确率都 ≥ 99.9%")
-def test_in_range_accuracy_is_equal(length):
+                   title="训练长度内四种编码都到了天花板",
+                   text="在训练长度 32 上，正弦、可学习、RoPE、ALiBi 每个种子的准确率都 ≥ 99.9%、最终训练损失都 < 0.003："
+                        "天花板上分不出高低（正弦对可学习 5 个种子都是 100%，「不足以下结论」），不是表 3 (E) 的额外证据")
+def test_in_range_accuracy_is_at_the_ceiling(length):
     train_len = length["config"]["train_len"]
     for enc in lg.ENCODINGS:
         assert summary(length, enc, train_len)["accuracy_min"] >= 0.999
-    assert_states(CODE, "四种编码每个种子的准确率都不低于99.9%")
+    assert all(r["final_loss"] < 0.003 for r in length["runs"])
+    table3_e = compare(length, "sinusoid", length, "learned", train_len, key="accuracy")
+    assert (table3_e.n, table3_e.verdict, table3_e.differences) == (5, "不足以下结论", (0.0,) * 5)
+    assert_reading(CODE, "分不出高低（平均差 +0.0", table3_e, stated=points(table3_e))
+    assert_states(CODE, "四种编码每个种子的准确率都不低于99.9%，最终训练损失都在0.003以下")
 
 
 @pytest.mark.claim("ch07-learned-unseen-rows", paper="§3.5; 表 3 (E)", results="results/length-generalization.json",
@@ -73,6 +101,9 @@ def test_learned_rows_beyond_training_length_never_change(length):
         assert r["learned_seen_rows_max_change"] > 0.01
     for n in length["config"]["eval_lens"][1:]:
         assert summary(length, "learned", n)["beyond_mean"] < 0.10
+    # 有证明的是「参数从未被更新」；「模型在那里失败」是实验结果，页面分开说
+    assert_states(CODE, "第32行以后的参数**从未被更新**（这一句有证明", "而模型在那些位置上失败是实验结果")
+    assert_states(DERIVATION, "第L行以后的参数**从未被更新**", "无权重衰减时Adam不更新它们")
     # 同一件事的直接证明：一次前向–反向，第 train_len 行起的梯度恰好是 0
     torch.manual_seed(0)
     model = lg.PositionLM("learned", 64, **lg.MODEL)
@@ -98,13 +129,32 @@ def test_extrapolation_results(length):
     assert round(100 * rope256["beyond_min"]) == 33 and round(100 * rope256["beyond_max"]) == 59
     assert round(100 * summary(length, "sinusoid", 64)["beyond_mean"], 1) == 13.5
     assert summary(length, "sinusoid", 128)["beyond_mean"] < 0.10 and summary(length, "sinusoid", 256)["beyond_mean"] < 0.10
-    assert_states(CODE, "均值13.5%", "33%–59%", "90%以上")
+    assert round(100 * summary(length, "sinusoid", 128)["beyond_max"], 1) == 10.3    # 均值不到 10%，单个种子不是
+    assert_states(CODE, "均值13.5%", "33%–59%", "90%以上", "长度128、256上均值不到10%")
+    assert_states(DERIVATION, "正弦编码的准确率均值不到10%（单个种子最高10.3%）")
+    # 逐种子配对的比较（snippets.stats），页面上的句子按结论措辞
+    for n in lens:
+        assert compare(length, "learned", length, "sinusoid", n).verdict == "一致"
+        assert compare(length, "sinusoid", length, "rope", n).verdict == "一致"
+    assert compare(length, "rope", length, "alibi", 128).verdict == "一致"
+    sin_vs_learned = compare(length, "learned", length, "sinusoid", 64)
+    assert_reading(CODE, "每个评估长度上 5 个种子都是正弦更高", sin_vs_learned, stated=points(sin_vs_learned))
+    rope64, rope256 = compare(length, "sinusoid", length, "rope", 64), compare(length, "sinusoid", length, "rope", 256)
+    assert_reading(CODE, "5 个种子都比正弦更高", rope64, stated=points(rope64))
+    assert_reading(CODE, "5 个种子都比正弦更高", rope256, stated=points(rope256))
+    alibi256, alibi64 = compare(length, "rope", length, "alibi", 256), compare(length, "rope", length, "alibi", 64)
+    assert (alibi256.verdict, alibi64.verdict, alibi64.n_agree) == ("一致", "不足以下结论", 5)
+    assert_reading(CODE, "都比 RoPE 更高", alibi256, stated=points(alibi256))
+    assert_reading(CODE, "分不出它与 RoPE 的高低", alibi64, stated=points(alibi64))
+    assert_reading(QUESTIONS, "5 个种子都是 ALiBi 更高", alibi256, stated=points(alibi256))
+    assert_reading(QUESTIONS, "长度 64 上 5 个种子分不出两者的高低", alibi64, stated=points(alibi64))
 
 
 @pytest.mark.claim("ch07-long-run", paper="§3.5 (「may allow the model to extrapolate」)",
                    results="results/length-generalization-long.json", title="再多练 4 倍",
-                   text="只把步数从 600 改成 2400（正弦与 RoPE，同样 5 个种子）：正弦在长度 64、128、256 上的均值都升高"
-                        "（64 上 21.1%），但每个长度上正弦的每个种子仍低于 RoPE 的每个种子；RoPE 在 256 上从 42.8% 降到 35.2%")
+                   text="只把步数从 600 改成 2400（正弦与 RoPE，同样 5 个种子）：正弦在长度 64、128、256 上都更高（「一致」，"
+                        "64 上均值 21.1%），但每个长度上 RoPE 仍在 5 个种子上都比正弦更高（「一致」）；RoPE 自己多练 4 倍后每个长度上"
+                        "都「不足以下结论」（256 上均值 42.8% 与 35.2%）")
 def test_four_times_the_training(length):
     long = load_results(LONG)
     assert long["kind"] == lg.KIND and long["preset"] == "long" and long["provenance"]["git"]["dirty"] is False
@@ -118,7 +168,21 @@ def test_four_times_the_training(length):
     assert round(100 * summary(long, "sinusoid", 64)["beyond_mean"], 1) == 21.1
     assert round(100 * summary(length, "rope", 256)["beyond_mean"], 1) == 42.8
     assert round(100 * summary(long, "rope", 256)["beyond_mean"], 1) == 35.2
-    assert_states(CODE, "长度64上21.1%", "从42.8%降到35.2%")
+    assert_states(CODE, "长度64上均值21.1%", "均值从42.8%到35.2%")
+    for n in long["config"]["eval_lens"][1:]:
+        assert compare(length, "sinusoid", long, "sinusoid", n).verdict == "一致"
+        assert compare(long, "sinusoid", long, "rope", n).verdict == "一致"
+        assert compare(length, "rope", long, "rope", n).verdict == "不足以下结论"
+    more = compare(length, "sinusoid", long, "sinusoid", 64)          # 正弦：600 步 → 2400 步
+    still = compare(long, "sinusoid", long, "rope", 64)               # 2400 步：正弦 → RoPE
+    rope = compare(length, "rope", long, "rope", 256)                 # RoPE：600 步 → 2400 步
+    for page in (CODE, DERIVATION, QUESTIONS):
+        fragment = "都比 600 步时更高" if page == CODE else "都更高（长度 64 上平均差 +7.6"
+        assert_reading(page, fragment, more, stated=points(more))
+    assert_reading(CODE, "仍都比它更高", still, stated=points(still))
+    for page in (DERIVATION, QUESTIONS):
+        assert_reading(page, "仍在 5 个种子上都比它更高", still, stated=points(still))
+    assert_reading(CODE, "看不出变好还是变差", rope, stated=points(rope))
 
 
 def test_rope_scaling_file_matches_the_code():

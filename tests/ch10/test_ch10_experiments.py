@@ -11,11 +11,14 @@ from sitebuild.generate.render import ch10_variations
 from snippets.experiments import model_variations as mv
 from snippets.experiments import training_recipe as recipe
 from snippets.results import load_results
+from snippets.stats import compare_seeds, describe
 from snippets.transformer import Transformer, count_parameters
 from tests.support.committed import committed_results
 from tests.support.pages import assert_states, chapter
+from tests.support.verdicts import assert_reading
 
 CODE = chapter("10") + "code.md"
+QUESTIONS = chapter("10") + "questions.md"
 ROOT = Path(__file__).resolve().parents[2]
 FULL = ROOT / "results" / "model-variations.json"
 LONG = ROOT / "results" / mv.LONG_OUT
@@ -33,6 +36,21 @@ def full() -> dict:
 def ppl(data: dict, variant: str) -> dict[int, float]:
     """{seed: evaluation perplexity} of one variant."""
     return {r["seed"]: r["eval"]["perplexity"] for r in data["runs"] if r["variant"] == variant}
+
+
+def compare(data: dict, a: str, b: str, a_where: str = "eval") -> "SeedComparison":  # noqa: F821
+    """b − a in evaluation perplexity on the same seeds (snippets.stats.compare_seeds).
+
+    a_where="train_eval": a is the same run's training-set perplexity (the over-fitting gap)."""
+    pa = {r["seed"]: r[a_where]["perplexity"] for r in data["runs"] if r["variant"] == a}
+    pb = ppl(data, b)
+    seeds = sorted(pa)
+    assert seeds == sorted(pb)
+    return compare_seeds([pa[s] for s in seeds], [pb[s] for s in seeds], seeds)
+
+
+def said(c) -> str:
+    return describe(c, "", digits=2)
 
 
 def summary(data: dict, variant: str) -> dict:
@@ -54,51 +72,73 @@ def test_full_file_is_the_sweep_the_page_describes(full):
 
 @pytest.mark.claim("ch10-toy-dk", paper="§6.2 表 3 (B)", results="results/model-variations.json",
                    title="玩具 (B)：减小 d_k",
-                   text="300 步、2 个种子：d_k 16 → 4 的评估集困惑度在两个种子上都比基线差，均值 2.82 → 5.05，范围 4.41–5.70 "
-                        "与基线的 2.59–3.04 不重叠；参数 168,192 → 130,752")
+                   text="300 步、2 个种子：d_k 16 → 4 的评估集困惑度均值 2.82 → 5.05，两个种子同向，但「不足以下结论」"
+                        "（2 个种子的 t 区间很宽）；900 步时均值 1.27 与 1.28，也「不足以下结论」；参数 168,192 → 130,752")
 def test_toy_dk(full):
-    base, dk = ppl(full, "base"), ppl(full, "dk-4")
-    assert all(dk[s] > base[s] for s in base)
-    assert max(base.values()) < min(dk.values())
+    c = compare(full, "base", "dk-4")
+    assert (c.n, c.n_agree, c.verdict) == (2, 2, "不足以下结论")
+    assert_reading(CODE, "两个种子同向，但 2 个种子下定不下来", c, stated=said(c))
+    assert_reading(QUESTIONS, "玩具实验里 $d_k$ 16→4 的困惑度均值", c, stated=said(c))
+    late = compare(committed(LONG, "long"), "base", "dk-4")
+    assert late.verdict == "不足以下结论"
+    assert_reading(CODE, "两者的均值是 1.27 与 1.28", late, stated=said(late))
     b, d = summary(full, "base"), summary(full, "dk-4")
     assert (round(b["perplexity_mean"], 2), round(d["perplexity_mean"], 2)) == (2.82, 5.05)
     assert (round(b["perplexity_min"], 2), round(b["perplexity_max"], 2)) == (2.59, 3.04)
     assert (round(d["perplexity_min"], 2), round(d["perplexity_max"], 2)) == (4.41, 5.70)
-    assert_states(CODE, "均值2.82→5.05，范围4.41–5.70与基线的2.59–3.04不重叠", "168192减到130752",
-                  "差0.45（2.59与3.04）")
+    assert_states(CODE, "均值2.82→5.05，两个种子同向", "168192减到130752", "差0.45（2.59与3.04）")
 
 
 @pytest.mark.claim("ch10-toy-size", paper="§6.2 表 3 (C)", results="results/model-variations.json",
-                   title="玩具 (C)：300 步时基线最好",
-                   text="300 步、2 个种子：d 64→32（3.62）、d 64→128（4.68）、层 2→4（3.52）在每个种子上的评估集困惑度都比基线（2.82）差；"
+                   title="玩具 (C)：300 步时只有「4 层更慢」定得下来",
+                   text="300 步、2 个种子：评估集困惑度均值 基线 2.82、d 64→32 3.62、d 64→128 4.68（d_ff 随之改）、层 2→4 3.52；"
+                        "只有层 2→4 的困惑度在 2 个种子上都更高（「一致」），d = 32、d = 128 与基线「不足以下结论」；"
                         "第 08 章同一基线练到 1600 步时困惑度是 1.14")
 def test_toy_size(full):
-    base = ppl(full, "base")
     for variant, mean in (("d-32", 3.62), ("d-128", 4.68), ("layers-4", 3.52)):
-        assert all(ppl(full, variant)[s] > base[s] for s in base), variant
         assert round(summary(full, variant)["perplexity_mean"], 2) == mean
+    deeper, narrow, wide = compare(full, "base", "layers-4"), compare(full, "base", "d-32"), compare(full, "base", "d-128")
+    assert (deeper.verdict, deeper.sign) == ("一致", 1)
+    assert narrow.verdict == wide.verdict == "不足以下结论"
+    for page, fragment in ((CODE, "层数加到 4 的困惑度在 2 个种子上都更高"), (QUESTIONS, "层数加到 4 的困惑度在 2 个种子上都更高")):
+        assert_reading(page, fragment, deeper, stated=said(deeper))
+    for page, fragment in ((CODE, "分不出它们与基线的高低"), (QUESTIONS, "的均值也在基线之上，但 2 个种子分不出高低")):
+        assert_reading(page, fragment, narrow, stated=said(narrow))
+        assert_reading(page, fragment, wide, stated=said(wide))
+    # 玩具的 (C) 宽度同时改了 d_ff（表 3 的 d 行不改），页面与图的替代文字都说明了
+    assert [summary(full, v)["params"] for v in ("d-32", "d-128")] == [43_136, 664_064]
+    assert_states(CODE, "d_{ff}随之按同一比例改成64/256", "(C)d64→32、64→128（d_ff随之64、256）")
     long08 = load_results(ROOT / "results" / recipe.LONG_OUT)
     (paper,) = [s for s in long08["summary"] if s["variant"] == "paper"]
     assert long08["config"]["steps"] == 1600 and round(paper["perplexity_mean"], 2) == 1.14
-    assert_states(CODE, "d减到32是3.62，d加到128是4.68，层数加到4是3.52", "困惑度降到1.14")
+    assert_states(CODE, "基线2.82，d减到32是3.62，d加到128是4.68，层数加到4是3.52", "困惑度降到1.14")
 
 
 @pytest.mark.claim("ch10-toy-dropout", paper="§6.2 表 3 (D)", results="results/model-variations.json",
-                   title="玩具 (D)：dropout 只在过拟合时有用",
-                   text="300 步、2 个种子：1000 对训练数据时训练与评估困惑度只差约 0.1，去掉 dropout 更好（2.82 → 2.38，两个种子都是）；"
-                        "100 对时不用 dropout 训练 1.12、评估 4.95，dropout 0.1 是 3.81，0.3 是 4.21，两个种子上都是 0.1 < 0.3 < 0")
+                   title="玩具 (D)：100 对数据时过拟合，dropout 的效果 2 个种子定不下来",
+                   text="300 步、2 个种子：1000 对训练数据时训练与评估困惑度只差约 0.1，去掉 dropout 后 2.82 → 2.38「不足以下结论」；"
+                        "100 对时不用 dropout 训练 1.12、评估 4.95，评估在 2 个种子上都更高（「一致」）；dropout 0.1 是 3.81，0.3 是 4.21，"
+                        "0.1 与 0、0.1 与 0.3 都「不足以下结论」")
 def test_toy_dropout(full):
-    base, drop0 = ppl(full, "base"), ppl(full, "drop-0")
-    assert all(drop0[s] < base[s] for s in base)
+    drop0 = compare(full, "base", "drop-0")
+    gap = compare(full, "small-drop-0", "small-drop-0", a_where="train_eval")
+    helps, vs_03 = compare(full, "small-drop-0", "small-drop-0.1"), compare(full, "small-drop-0.3", "small-drop-0.1")
+    assert [c.verdict for c in (drop0, helps, vs_03)] == ["不足以下结论"] * 3
+    assert (gap.verdict, gap.sign) == ("一致", 1)
+    assert_reading(CODE, "去掉 dropout 后评估困惑度均值 2.82 → 2.38", drop0, stated=said(drop0))
+    assert_reading(CODE, "评估困惑度在 2 个种子上都比训练困惑度更高", gap, stated=said(gap))
+    assert_reading(CODE, "分不出 dropout 0.1 与 0 的高低", helps, stated=said(helps))
+    assert_reading(CODE, "分不出 dropout 0.1 与 0 的高低", vs_03, stated=said(vs_03))
+    assert_reading(QUESTIONS, "去掉 dropout 后 2 个种子看不出评估困惑度的高低", drop0, stated=said(drop0))
+    assert_reading(QUESTIONS, "评估困惑度在 2 个种子上都比训练困惑度更高", gap, stated=said(gap))
+    assert_reading(QUESTIONS, "它与 0 的高低 2 个种子分不出", helps, stated=said(helps))
     assert abs(summary(full, "base")["gap_mean"]) < 0.15 and abs(summary(full, "drop-0")["gap_mean"]) < 0.15
     assert round(summary(full, "drop-0")["perplexity_mean"], 2) == 2.38
-    p0, p1, p3 = ppl(full, "small-drop-0"), ppl(full, "small-drop-0.1"), ppl(full, "small-drop-0.3")
-    assert all(p1[s] < p3[s] < p0[s] for s in p0)
     s0 = summary(full, "small-drop-0")
     assert (round(s0["train_perplexity_mean"], 2), round(s0["perplexity_mean"], 2)) == (1.12, 4.95)
     assert round(summary(full, "small-drop-0.1")["perplexity_mean"], 2) == 3.81
     assert round(summary(full, "small-drop-0.3")["perplexity_mean"], 2) == 4.21
-    assert_states(CODE, "2.82→2.38", "训练困惑度1.12，评估4.95", "dropout0.1把评估困惑度降到3.81，0.3是4.21")
+    assert_states(CODE, "2.82→2.38", "训练困惑度1.12，评估4.95", "dropout0.1的评估困惑度均值是3.81，0.3是4.21")
 
 
 def test_renderer_writes_every_file(tmp_path, full):
@@ -124,7 +164,8 @@ def test_tiny_smoke_run(tmp_path):
 @pytest.mark.claim("ch10-toy-long", paper="§6.2 表 3 (B)(C)", results="results/model-variations-long.json",
                    title="玩具 (B)(C)：多练 3 倍",
                    text="900 步、同样 2 个种子：基线、d_k = 4、d = 32、d = 128 的评估集困惑度均值 1.27、1.28、1.30、1.30，彼此之差小于基线两个种子之差"
-                        "（1.13 与 1.41）；d_k = 4 在种子 1 上好于基线；只有 4 层在两个种子上都比基线差（均值 1.54）；d = 32 与 d = 128 的参数差 15 倍")
+                        "（1.13 与 1.41），与基线比都「不足以下结论」；4 层均值 1.54，也「不足以下结论」；d = 32 与 d = 128 的参数差 15 倍，"
+                        "两者「不足以下结论」")
 def test_toy_long(full):
     long = committed(LONG, "long")
     assert long["config"]["steps"] == 3 * full["config"]["steps"] == 900
@@ -136,8 +177,13 @@ def test_toy_long(full):
     spread = max(base.values()) - min(base.values())
     for variant in ("dk-4", "d-32", "d-128"):
         assert abs(summary(long, variant)["perplexity_mean"] - summary(long, "base")["perplexity_mean"]) < spread
-    assert ppl(long, "dk-4")[1] < base[1]
-    assert all(ppl(long, "layers-4")[s] > base[s] for s in base)
+    same = [compare(long, "base", v) for v in ("dk-4", "d-32", "d-128")]
+    deeper, width = compare(long, "base", "layers-4"), compare(long, "d-32", "d-128")
+    assert [c.verdict for c in same + [deeper, width]] == ["不足以下结论"] * 5
+    for c in same:
+        assert_reading(CODE, "2 个种子分不出这三个变体与基线的高低", c, stated=said(c))
+    assert_reading(CODE, "4 层的模型均值 1.54", deeper, stated=said(deeper))
+    assert_reading(CODE, "在 900 步时困惑度均值都是 1.30", width, stated=said(width))
     small, wide = summary(long, "d-32")["params"], summary(long, "d-128")["params"]
     assert (small, wide) == (43_136, 664_064) and round(wide / small) == 15
     assert_states(CODE, "1.27、1.28、1.30、1.30", "（1.13与1.41）", "均值1.54", "15倍", "43136与664064")

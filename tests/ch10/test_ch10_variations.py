@@ -214,6 +214,21 @@ def test_no_dropout_rank():
     assert_states(DERIVATION, "仅次于N=2的6.11，比把d减半（5.75）还差")
 
 
+@pytest.mark.claim("ch10-scaling-caveats", paper="§6.2 表 3 (C)、big; Kaplan 2020; Ghorbani 2021",
+                   title="用缩放定律读 (C) 行的三个前提",
+                   text="(C) 行并不单调：28M 的 d = 256 困惑度 5.75，比 36M 的 N = 2（6.11）好；Kaplan 的参数量不含嵌入，"
+                        "base 的 |V|·d = 37000 × 512 约占 63,082,496 个参数的 30%；big 多练的 200K 步是在同一份数据上重复")
+def test_scaling_law_caveats():
+    narrow, shallow = row("C", d_model=256), row("C", N=2)
+    assert (narrow["params_m"], narrow["ppl"], shallow["params_m"], shallow["ppl"]) == (28, 5.75, 36, 6.11)
+    assert narrow["params_m"] < shallow["params_m"] and narrow["ppl"] < shallow["ppl"]
+    total = table3_param_count(6, 512, 2048, 8, 64, 64, 37000)
+    assert total == 63_082_496 and round(100 * 37000 * 512 / total) == 30
+    assert row("big")["steps"] - BASE["steps"] == 200_000
+    assert_states(DERIVATION, "28M的d=256困惑度5.75，比36M的N=2（6.11）还好", r"37000\times512\approx1.89\times10^7",
+                  "约占它6300万参数的30%", "big多练的200K步是在同一份450万句对上重复")
+
+
 @pytest.mark.claim("ch10-lr-width", paper="§5.3 公式 (3)", title="公式 (3) 的 d^(−1/2)：加宽同时降低学习率",
                    text="noam_lr 含 d_model^(−1/2)：同一步上 d_model = 128 的学习率是 d_model = 64 的 1/√2 ≈ 0.707 倍")
 def test_width_changes_the_learning_rate():
