@@ -1,5 +1,6 @@
 """The multi-head experiment (Table 3 (A) at toy scale, head ablation and pruning): the committed
-results file against the thresholds stated on the page, a tiny smoke run, and the renderer.
+results file against the thresholds stated on the page, each comparison the pages make read with
+snippets.stats on the seeds (paired), a tiny smoke run, and the renderer.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ import pytest
 from sitebuild.generate.render import ch04_heads
 from snippets.experiments import heads
 from snippets.results import ResultsError, load_results, write_results
+from snippets.stats import compare_seeds, describe
 from tests.support.pages import assert_states, chapter
+from tests.support.verdicts import assert_reading
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "results" / "multi-head.json"
@@ -29,6 +32,8 @@ SPREAD_MAX = 0.50
 LONG_MANY_3000, LONG_MANY_END = 0.95, 0.97
 LONG_SINGLE_PLATEAU, LONG_SINGLE_ESCAPED, LONG_SINGLE_STUCK = 0.15, 0.70, 0.10
 FULL_VS_LONG_600 = 0.01
+CODE = chapter("04") + "code.md"
+QUESTIONS = chapter("04") + "questions.md"
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +63,25 @@ def summary(data: dict) -> dict[int, dict]:
 
 
 def runs(data: dict, h: int) -> list[dict]:
-    return [r for r in data["runs"] if r["h"] == h]
+    return sorted((r for r in data["runs"] if r["h"] == h), key=lambda r: r["seed"])
+
+
+def resolution(data: dict) -> float:
+    """One scored position of the test set: accuracy counts eval_size × scored positions."""
+    return 1 / (data["config"]["eval_size"] * len(data["task"]["scored_positions"]))
+
+
+def compare_heads(data: dict, a: int, b: int, step: int | None = None):
+    """Accuracy with b heads − with a heads, paired by seed (step: a checkpoint of the long preset)."""
+    def acc(h):
+        if step is None:
+            return [r["accuracy"] for r in runs(data, h)]
+        return [next(p["accuracy"] for p in r["curve"] if p["step"] == step) for r in runs(data, h)]
+    return compare_seeds(acc(a), acc(b), data["config"]["seeds"], resolution=resolution(data))
+
+
+def points(c) -> str:
+    return describe(c, " 个点", scale=100)
 
 
 def test_committed_file_covers_every_h_and_seed(committed):
@@ -86,22 +109,38 @@ def test_sweep_keeps_parameters_fixed(committed):
 
 
 @pytest.mark.claim("ch04-sweep-single-head", paper="§3.2.2", results="results/multi-head.json",
-                   text="600 步的训练预算内，单头停在平台上：h = 1 每个种子的准确率都低于 15%；h = 2 每个种子都低于 80%；h = 4 到 32 每个种子都 ≥ 99.9%")
+                   text="600 步的训练预算内，单头停在平台上：h = 1 每个种子的准确率都低于 15%；h = 2 每个种子都低于 80%；h = 4 到 32 每个种子都 ≥ 99.9%。与 h = 8 逐种子配对，h = 1 是「一致」的更低，h = 2 的种子波动太大，3 个种子「不足以下结论」")
 def test_single_head_cannot_attend_three_places(committed):
     s = summary(committed)
     assert s[1]["accuracy_max"] < SINGLE_MAX
     assert s[2]["accuracy_max"] < TWO_MAX
     for h in (4, 8, 16, 32):
         assert s[h]["accuracy_min"] >= GOOD_MIN
+    one, two = compare_heads(committed, 8, 1), compare_heads(committed, 8, 2)
+    assert (one.n, one.verdict, one.sign) == (3, "一致", -1)
+    assert two.verdict == "不足以下结论"
+    assert_reading(CODE, "$h=1$ 在 3 个种子上都更低", one, stated=points(one))
+    assert_reading(CODE, "3 个种子分不出它与 $h=8$ 的高低", two, stated=points(two))
+    assert_states(CODE, "、".join(f"{100 * a:.1f}%" for a in two.b))
+    assert_reading(CODE, "的倒 U 形", one)                              # the shape restates both verdicts
+    assert_reading(QUESTIONS, "600 步时单头停在平台上，3 个种子上都比 8 头更低", one, stated=points(one))
+    assert_reading(QUESTIONS, "3 个种子分不出它与 8 头的高低", two, stated=points(two))
 
 
 @pytest.mark.claim("ch04-sweep-too-many", paper="§6.2", results="results/multi-head.json",
-                   text="600 步的训练预算内，头太多也变差：h = 64（d_k = 1）每个种子的准确率都低于 60%，比 h = 4 到 32 中最差的种子低 40 个百分点以上")
+                   text="600 步的训练预算内，头太多也变差：h = 64（d_k = 1）每个种子的准确率都低于 60%，比 h = 4 到 32 中最差的种子低 40 个百分点以上；与相邻的 h = 32 逐种子配对，3 个种子上都更低（「一致」）")
 def test_too_many_heads_hurt(committed):
     s = summary(committed)
     good = min(s[h]["accuracy_min"] for h in (4, 8, 16, 32))
     assert s[64]["accuracy_max"] < MANY_MAX
     assert good - s[64]["accuracy_max"] > MANY_GAP
+    c = compare_heads(committed, 32, 64)
+    assert (c.n, c.verdict, c.sign) == (3, "一致", -1)
+    assert_reading(CODE, "与相邻的 $h=32$ 逐种子配对，3 个种子上都更低", c, stated=points(c))
+    assert_reading(CODE, "的倒 U 形", c)
+    assert_reading(QUESTIONS, "本章的 64 头在 600 步时 3 个种子上都比 32 头更低", c, stated=points(c))
+    assert_reading(QUESTIONS, "在 600 步时 3 个种子上都比 $h=32$ 更低", c, stated=points(c))
+    assert_reading(QUESTIONS, "64 个头（$d_k=1$）在 3 个种子上都比 32 头更低", c, stated=points(c))
 
 
 @pytest.mark.claim("ch04-ablation-critical", paper="§4", results="results/multi-head.json",
@@ -111,14 +150,25 @@ def test_some_heads_are_critical_most_are_not(committed):
         drops = sorted((x["drop"] for x in r["heads"]), reverse=True)
         assert drops[0] >= CRIT_DROP
         assert sum(d < 0.01 for d in drops) >= QUIET_N
+    base = [r["ablation_base_accuracy"] for r in runs(committed, 8)]
+    ablated = [b - max(x["drop"] for x in r["heads"]) for b, r in zip(base, runs(committed, 8))]
+    c = compare_seeds(base, ablated, committed["config"]["seeds"],
+                      resolution=1 / (committed["config"]["ablation_eval_size"] * len(committed["task"]["scored_positions"])))
+    assert (c.verdict, c.sign) == ("一致", -1)
+    assert_reading(CODE, "3 个种子上消融后都更低", c, stated=points(c))
 
 
 @pytest.mark.claim("ch04-pruning", paper="§4", results="results/multi-head.json",
-                   text="按消融代价从小到大累积剪头、准确率损失不超过 1 个百分点：h = 8 每个种子至少能剪掉 2 个头，h = 16 至少 8 个")
+                   text="按消融代价从小到大累积剪头、准确率损失不超过 1 个百分点：h = 8 每个种子至少能剪掉 2 个头，h = 16 至少 8 个；3 个种子上 h = 16 能剪掉的头都比 h = 8 多（「一致」）")
 def test_heads_can_be_pruned(committed):
     s = summary(committed)
     assert s[8]["prunable_heads_min"] >= PRUNE8
     assert s[16]["prunable_heads_min"] >= PRUNE16
+    # 头数是计数：差一个头以内不算同向
+    c = compare_seeds([r["prunable_heads"] for r in runs(committed, 8)], [r["prunable_heads"] for r in runs(committed, 16)],
+                      committed["config"]["seeds"], resolution=1)
+    assert (c.verdict, c.sign) == ("一致", 1)
+    assert_reading(CODE, "能剪掉的头都比 $h=8$ 更多", c, stated=describe(c, " 个头"))
 
 
 @pytest.mark.claim("ch04-heads-specialize", paper="§4", results="results/multi-head.json",
@@ -147,7 +197,7 @@ def test_long_run_covers_its_heads_and_steps_and_agrees_with_the_full_preset(lon
 
 @pytest.mark.claim("ch04-long-many-heads", paper="§6.2", results="results/multi-head-long.json",
                    title="h = 64 训练到 6000 步",
-                   text="h = 64（d_k = 1）600 步时的失败是学习速度，不是秩的上限：同样的设置训练到 6000 步（2 个种子），600 步时都低于 60%，3000 步时每个种子都 ≥ 95%，6000 步时都 ≥ 97%")
+                   text="h = 64（d_k = 1）600 步时的失败是学习速度，不是秩的上限：同样的设置训练到 6000 步（2 个种子），600 步时都低于 60%，3000 步时每个种子都 ≥ 95%，6000 步时都 ≥ 97%；与 h = 8 配对，3000 步时「不足以下结论」，6000 步时 2 个种子上仍都低约 2 个点（「一致」）")
 def test_many_heads_learn_given_more_steps(long_run):
     for seed, acc in curve(long_run, 64).items():
         assert acc[600] < MANY_MAX
@@ -155,11 +205,17 @@ def test_many_heads_learn_given_more_steps(long_run):
         assert acc[6000] >= LONG_MANY_END
     assert_states(chapter("04") + "code.md", f"低于{MANY_MAX:.0%}", f"3000步时都≥{LONG_MANY_3000:.0%}",
                   f"6000步时都≥{LONG_MANY_END:.0%}")
+    at3000, at6000 = compare_heads(long_run, 8, 64, 3000), compare_heads(long_run, 8, 64, 6000)
+    assert at3000.verdict == "不足以下结论"
+    assert (at6000.n, at6000.verdict, at6000.sign) == (2, "一致", -1) and -0.03 < at6000.mean_difference < -0.015
+    assert_reading(CODE, "3000 步时 2 个种子分不出两者的高低", at3000, stated=points(at3000))
+    assert_reading(CODE, "2 个种子上 $h=64$ 都仍更低，约低 2 个点", at6000, stated=points(at6000))
+    assert_reading(QUESTIONS, "但 2 个种子上仍都比 8 头更低，约低 2 个点", at6000, stated=points(at6000))
 
 
 @pytest.mark.claim("ch04-long-single-head", paper="§3.2.2", results="results/multi-head-long.json",
                    title="h = 1 训练到 6000 步",
-                   text="h = 1 训练到 6000 步（2 个种子）：3000 步时两个种子都还低于 15%；之后一个种子走出平台，6000 步时 ≥ 70%，另一个到 6000 步仍低于 10%；h = 8 在每个检查点都 ≥ 99.9%。单头学得慢、依赖种子，但不是学不会")
+                   text="h = 1 训练到 6000 步（2 个种子）：3000 步时两个种子都还低于 15%；之后一个种子走出平台，6000 步时 ≥ 70%，另一个到 6000 步仍低于 10%；h = 8 在每个检查点都 ≥ 99.9%；与 h = 8 配对，3000 步时「一致」地更低，6000 步时 2 个种子「不足以下结论」。单头学得慢、依赖种子，但不是学不会")
 def test_single_head_is_slow_and_seed_dependent(long_run):
     single = curve(long_run, 1)
     assert all(acc[3000] < LONG_SINGLE_PLATEAU for acc in single.values())
@@ -168,6 +224,13 @@ def test_single_head_is_slow_and_seed_dependent(long_run):
     assert all(a >= GOOD_MIN for acc in curve(long_run, 8).values() for a in acc.values())
     assert_states(chapter("04") + "code.md", f"3000步时两个种子都还低于{LONG_SINGLE_PLATEAU:.0%}",
                   f"6000步时≥{LONG_SINGLE_ESCAPED:.0%}", f"仍低于{LONG_SINGLE_STUCK:.0%}", f"≥{GOOD_MIN:.1%}")
+    at3000, at6000 = compare_heads(long_run, 8, 1, 3000), compare_heads(long_run, 8, 1, 6000)
+    assert (at3000.verdict, at3000.sign) == ("一致", -1) and at6000.verdict == "不足以下结论"
+    assert_reading(CODE, "3000 步时 2 个种子上 $h=1$ 都更低", at3000, stated=points(at3000))
+    assert_reading(CODE, "2 个种子这个预算下定不下", at6000, stated=points(at6000))
+    gaps = sorted(round(-100 * d) for d in at6000.differences)
+    assert gaps == [27, 91]
+    assert_states(CODE, f"一个差{gaps[0]}个点、一个差{gaps[1]}个点")
 
 
 @pytest.mark.slow

@@ -18,12 +18,18 @@ from snippets.experiments import depth_gradients as DG
 from snippets.experiments import postln_warmup as PW
 from snippets.norms import layernorm_jacobian
 from snippets.results import load_results
+from snippets.stats import compare_seeds, describe
 from snippets.transformer import EncoderLayer, PositionwiseFeedForward
+from tests.support.pages import assert_states, chapter
+from tests.support.verdicts import assert_reading
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPTH = ROOT / "results" / "depth-gradients.json"
 WARMUP = ROOT / "results" / "postln-warmup.json"
 SWEEP = ROOT / "results" / "postln-warmup-sweep.json"
+DERIVATION = chapter("05") + "derivation-norm.md"
+CODE = chapter("05") + "code.md"
+QUESTIONS = chapter("05") + "questions.md"
 from tests.support.reference import rand
 
 F64 = torch.float64
@@ -146,6 +152,17 @@ def row(data, init, depth, norm):
     return r
 
 
+def top_vs_bottom(data, init, depth, norm):
+    """ln(last layer) − ln(first layer) of the parameter-gradient norm, paired by seed (the pages compare ratios)."""
+    per_seed = row(data, init, depth, norm)["per_seed"]
+    return compare_seeds([math.log(p["param_grad"][0]) for p in per_seed],
+                         [math.log(p["param_grad"][-1]) for p in per_seed], [p["seed"] for p in per_seed])
+
+
+def ln2(c) -> str:
+    return describe(c, "", digits=2)
+
+
 @pytest.mark.claim("ch05-grad-exact", paper="§3.1", results="results/depth-gradients.json",
                    text="逐层梯度范数是确定的：float64、固定种子下用读者代码重算，与结果文件相对误差 < 1e-9")
 def test_committed_gradient_norms_are_recomputed(depth_results):
@@ -173,17 +190,23 @@ def test_committed_means_are_the_means_of_all_seeds(depth_results):
 
 
 @pytest.mark.claim("ch05-grad-postln-rises", paper="§3.1", results="results/depth-gradients.json",
-                   text="Xavier 初始化下，Post-LN 的逐层参数梯度范数随层号上升：12 层时最上一层是最下一层的 1.5 倍以上，6 层时 1.2 倍以上")
+                   text="Xavier 初始化下，Post-LN 的逐层参数梯度范数（8 个种子的平均曲线）随层号上升：12 层时最上一层是最下一层的 1.5 倍以上，6 层时 1.2 倍以上；逐种子配对，12 层是「一致」，6 层是「多数」（8 个种子中 1 个反向）")
 def test_post_ln_gradients_grow_towards_the_output(depth_results):
     for depth, factor in ((12, 1.5), (6, 1.2)):
         g = row(depth_results, "xavier", depth, "post")["param_grad"]
         assert len(g) == depth
         assert g[-1] > factor * g[0]
         assert g[-1] == max(g) or g[-1] > 0.95 * max(g)
+    c12, c6 = top_vs_bottom(depth_results, "xavier", 12, "post"), top_vs_bottom(depth_results, "xavier", 6, "post")
+    assert (c12.n, c12.verdict, c12.sign) == (8, "一致", 1)
+    assert (c6.verdict, c6.sign, c6.n - c6.n_agree) == ("多数", 1, 1)
+    assert_reading(DERIVATION, "12 层时 8 个种子上最上一层都更大", c12, stated=ln2(c12))
+    assert_reading(DERIVATION, "6 层时最上一层平均更大，但 8 个种子中 1 个反向", c6, stated=ln2(c6))
+    assert_reading(QUESTIONS, "8 个种子上末层都更大", c12, stated=ln2(c12))
 
 
 @pytest.mark.claim("ch05-grad-preln-falls", paper="§3.1", results="results/depth-gradients.json",
-                   text="同样设置下 Pre-LN 的逐层参数梯度范数随层号下降（12 层时最上一层不到最下一层的 0.6 倍），没有向输出端聚集")
+                   text="同样设置下 Pre-LN 的逐层参数梯度范数随层号下降（12 层时 8 个种子上最上一层都不到最下一层的 0.6 倍，「一致」），输出端的梯度 8 个种子上都不到 Post-LN 的一半")
 def test_pre_ln_gradients_do_not_pile_up_at_the_output(depth_results):
     for depth in (6, 12):
         g = row(depth_results, "xavier", depth, "pre")["param_grad"]
@@ -192,14 +215,30 @@ def test_pre_ln_gradients_do_not_pile_up_at_the_output(depth_results):
     assert g12[-1] < 0.6 * g12[0]
     post12 = row(depth_results, "xavier", 12, "post")["param_grad"]
     assert g12[-1] < post12[-1] / 2                              # 输出端：Pre-LN 远小于 Post-LN
+    falls = top_vs_bottom(depth_results, "xavier", 12, "pre")
+    assert (falls.verdict, falls.sign) == ("一致", -1)
+    assert all(math.exp(d) < 0.6 for d in falls.differences)
+    post, pre = row(depth_results, "xavier", 12, "post")["per_seed"], row(depth_results, "xavier", 12, "pre")["per_seed"]
+    top = compare_seeds([math.log(p["param_grad"][-1]) for p in post], [math.log(p["param_grad"][-1]) for p in pre],
+                        [p["seed"] for p in post])
+    assert (top.verdict, top.sign) == ("一致", -1)
+    assert_reading(DERIVATION, "12 层时 8 个种子上最上一层都更小", falls, stated=ln2(falls))
+    assert_reading(DERIVATION, "8 个种子上 Pre-LN 都更小", top, stated=ln2(top))
+    assert_reading(QUESTIONS, "8 个种子上末层都更小", falls, stated=ln2(falls))
 
 
 @pytest.mark.claim("ch05-grad-init-dependence", paper="§3.1", results="results/depth-gradients.json",
-                   text="换成 PyTorch 默认初始化（子层输出更小），Post-LN 的梯度曲线几乎是平的（12 层首末之比在 0.9–1.1 之间）：这个现象依赖初始化")
+                   text="换成 PyTorch 默认初始化（子层输出更小），12 层 Post-LN 的平均曲线首末之比在 0.9–1.1 之间，每层都在最小值的 1.1 倍以内；逐种子配对，8 个种子看不出首末哪层更大（「不足以下结论」）：上升依赖初始化")
 def test_the_post_ln_profile_depends_on_the_initialisation(depth_results):
     g = row(depth_results, "torch-default", 12, "post")["param_grad"]
     assert 0.9 < g[-1] / g[0] < 1.1
     assert max(g) / min(g) < 1.1
+    c = top_vs_bottom(depth_results, "torch-default", 12, "post")
+    assert c.verdict == "不足以下结论"
+    ratios = sorted(math.exp(d) for d in c.differences)
+    assert_states(DERIVATION, f"首末之比是{g[-1] / g[0]:.2f}", f"从{ratios[0]:.2f}到{ratios[-1]:.2f}")
+    assert_reading(DERIVATION, "8 个种子看不出首末哪层更大", c, stated=ln2(c))
+    assert_reading(QUESTIONS, "8 个种子看不出首末两层的差别", c, stated=ln2(c))
 
 
 @pytest.mark.claim("ch05-stream-growth", paper="§3.1", results="results/depth-gradients.json",
@@ -241,6 +280,21 @@ def summary(data, norm, warmup, lr=1e-2, init="torch-default"):
     return s
 
 
+def paired(data, a, b, lr=1e-2, init="torch-default", metric=lambda r: r["final_loss"]):
+    """metric of condition b − condition a (each (norm, warmup)), paired by seed."""
+    seeds = data["config"]["seeds"]
+    value = {(r["init"], r["norm"], r["warmup"], r["lr"], r["seed"]): metric(r) for r in data["runs"]}
+    return compare_seeds([value[(init, *a, lr, s)] for s in seeds], [value[(init, *b, lr, s)] for s in seeds], seeds)
+
+
+def first_step_ratio(data, init):
+    """ln(top layer) − ln(bottom layer) at step 1 for Post-LN without warm-up: the two layers of one run are a pair."""
+    runs = sorted((r for r in data["runs"] if (r["init"], r["norm"], r["warmup"], r["lr"]) ==
+                   (init, "post", False, data["config"]["lrs"][0])), key=lambda r: r["seed"])
+    logs = [math.log(r["grad_ratio"]) for r in runs]
+    return compare_seeds([0.0] * len(logs), logs, [r["seed"] for r in runs])
+
+
 def committed_run(data, norm, warmup, seed, lr=1e-2, init="torch-default"):
     (r,) = [r for r in data["runs"]
             if (r["init"], r["norm"], r["warmup"], r["lr"], r["seed"]) == (init, norm, warmup, lr, seed)]
@@ -257,7 +311,7 @@ def rerun_post_ln(data, warmup, steps=None, init="torch-default"):
 
 
 @pytest.mark.claim("ch05-warmup-postln", paper="§5.3", results="results/postln-warmup.json",
-                   text="峰值学习率 1e-2、6 个种子：Post-LN 不预热至少 5 个种子停在均匀猜测附近（末尾损失 > 0.9·ln 16），预热 50 步后至少 5 个学会（< 0.5）；Pre-LN 不预热也至少 5 个学会")
+                   text="峰值学习率 1e-2、6 个种子：Post-LN 不预热至少 5 个种子停在均匀猜测附近（末尾损失 > 0.9·ln 16），预热 50 步后至少 5 个学会（< 0.5）；Pre-LN 不预热也至少 5 个学会。末尾损失逐种子配对，预热与不预热、Pre-LN 与 Post-LN（都不预热）的比较都是「一致」")
 def test_committed_warmup_results_meet_the_stated_thresholds(warmup_results):
     cfg = warmup_results["config"]
     full = PW.PRESETS["full"]
@@ -272,6 +326,14 @@ def test_committed_warmup_results_meet_the_stated_thresholds(warmup_results):
     assert post_cold["n_stuck"] >= 5
     assert post_warm["n_learned"] >= 5
     assert pre_cold["n_learned"] >= 5
+    warm = paired(warmup_results, ("post", False), ("post", True))
+    pre = paired(warmup_results, ("post", False), ("pre", False))
+    for c in (warm, pre):
+        assert (c.n, c.verdict, c.sign) == (6, "一致", -1)
+    assert_reading(DERIVATION, "预热后的 Post-LN 在 6 个种子上都更低", warm, stated=ln2(warm))
+    assert_reading(DERIVATION, "不预热的 Pre-LN 也在 6 个种子上都比", pre, stated=ln2(pre))
+    assert_reading(CODE, "只加 50 步预热就学会了，末尾损失在 6 个种子上都更低", warm, stated=ln2(warm))
+    assert_reading(QUESTIONS, "只加 50 步线性预热就学会，末尾损失在 6 个种子上都更低", warm, stated=ln2(warm))
     # 每条记录的标记与它自己的末尾损失一致
     for r in warmup_results["runs"]:
         if not r["diverged"]:
@@ -343,6 +405,9 @@ def test_the_failing_run_is_reproduced_and_collapses_within_20_steps(warmup_resu
     finals = sorted(r["logit_std"]["final"]["across_inputs"] for r in warmup_results["runs"]
                     if (r["norm"], r["warmup"]) == ("post", False))
     assert all(v < 0.01 for v in finals[:5]) and finals[5] > 0.1
+    c = paired(warmup_results, ("post", True), ("post", False), metric=lambda r: r["curve"][1]["input_std"])
+    assert (c.n, c.verdict, c.sign) == (6, "一致", -1)
+    assert_reading(CODE, "第 10 步不预热的 Post-LN 在 6 个种子上都比预热的更低", c, stated=describe(c, "", digits=3))
 
 
 def loss_at(run, step):
@@ -372,7 +437,8 @@ def largest_rate_all_seeds_learn(data, norm, warmup, init="torch-default"):
                    text="默认初始化、峰值学习率 1e-3…3e-2、每格 3 个种子、200 步：全部种子都学会的最大峰值是 Post-LN 不预热 3e-3、"
                         "Post-LN 预热 1e-2、Pre-LN 不预热 1e-2、Pre-LN 预热 3e-2；Post-LN 不预热在 3e-3 上 3/3 学会，"
                         "Pre-LN 不预热在 3e-2 上 3/3 没学会（但输出仍随输入变化，不是塌缩）；1e-3 上 200 步内哪种条件都没学会，"
-                        "损失仍在下降（第 200 步低于第 100 步）")
+                        "损失仍在下降（第 200 步低于第 100 步）。末尾损失逐种子配对：1e-2 上预热与不预热（Post-LN）、"
+                        "Pre-LN 与 Post-LN（不预热）都是「一致」；3e-2 上 Pre-LN 加预热「一致」，都预热时 Pre-LN 与 Post-LN「不足以下结论」")
 def test_the_sweep_shifts_the_largest_learning_rate(sweep_results):
     largest = {cond: largest_rate_all_seeds_learn(sweep_results, *cond) for cond in PW.CONDITIONS}
     assert largest == {("post", False): 3e-3, ("post", True): 1e-2, ("pre", False): 1e-2, ("pre", True): 3e-2}
@@ -393,6 +459,19 @@ def test_the_sweep_shifts_the_largest_learning_rate(sweep_results):
         if not r["diverged"]:
             assert r["stuck"] == (r["final_loss"] > sweep_results["config"]["stuck_above"])
             assert r["learned"] == (r["final_loss"] < sweep_results["config"]["learned_below"])
+    # 逐种子配对的末尾损失：移一档的两处在 1e-2 上「一致」；3e-2 上 Pre-LN 加预热「一致」，都预热时 Pre 与 Post 定不下
+    warm = paired(sweep_results, ("post", False), ("post", True))
+    pre = paired(sweep_results, ("post", False), ("pre", False))
+    pre_warm = paired(sweep_results, ("pre", False), ("pre", True), lr=3e-2)
+    both = paired(sweep_results, ("post", True), ("pre", True), lr=3e-2)
+    for c in (warm, pre, pre_warm):
+        assert (c.n, c.verdict, c.sign) == (3, "一致", -1)
+    assert both.verdict == "不足以下结论" and summary(sweep_results, "post", True, 3e-2)["n_learned"] == 1
+    for c in (warm, pre):
+        assert_reading(DERIVATION, "这两处的末尾损失比较都是 3 个种子「一致」", c, stated=ln2(c))
+    assert_reading(DERIVATION, "给 Pre-LN 加预热，3 个种子的末尾损失都更低", pre_warm, stated=ln2(pre_warm))
+    assert_reading(DERIVATION, "3 个种子分不出 Pre-LN 与 Post-LN 的末尾损失", both, stated=ln2(both))
+    assert_reading(QUESTIONS, "加 50 步预热后都学会，末尾损失在 3 个种子上都更低", pre_warm, stated=ln2(pre_warm))
 
 
 @pytest.mark.claim("ch05-warmup-xavier", paper="§5.3", results="results/postln-warmup-sweep.json",
@@ -410,11 +489,16 @@ def test_xavier_post_ln_collapses_without_warmup(sweep_results):
     assert len(warm) == 3 and all(r["logit_std"]["final"]["across_inputs"] > 0.5 for r in warm)
     going = [r for r in xavier if r["warmup"] and r["lr"] <= 1e-2]                   # 预热的学得慢，还在下降
     assert len(going) == 9 and all(loss_at(r, 200) < loss_at(r, 100) for r in going)
+    c = paired(sweep_results, ("post", True), ("post", False), init="xavier",
+               metric=lambda r: r["logit_std"]["final"]["across_inputs"])
+    assert (c.n, c.verdict, c.sign) == (3, "一致", -1)
+    assert_reading(DERIVATION, "3 个种子上不预热的都更低", c, stated=ln2(c))
 
 
 @pytest.mark.claim("ch05-warmup-grad-flat", paper="§5.3", results="results/postln-warmup.json",
                    text="预热实验的模型本身，第 1 步的逐层梯度范数（最上一层 / 最下一层）：Post-LN 默认初始化 6 个种子在 0.8–1.4 之间，"
-                        "Xavier 初始化 3 个种子在 1.0–1.2 之间；种子 0 用读者代码重算与结果文件一致：失败的配置里梯度并不向输出端聚集")
+                        "Xavier 初始化 3 个种子在 1.0–1.2 之间；首末两层逐种子配对都是「不足以下结论」，区间上限约 1.2 与 1.3 倍，"
+                        "低于第十节 12 层 Xavier 栈区间的下限（约 1.5 倍）；种子 0 用读者代码重算与结果文件一致")
 def test_the_failing_configuration_has_a_flat_gradient_profile(warmup_results, sweep_results):
     post_default = [r["grad_ratio"] for r in warmup_results["runs"] if r["norm"] == "post"]
     assert len(post_default) == 12 and all(0.8 < g < 1.4 for g in post_default)
@@ -423,3 +507,16 @@ def test_the_failing_configuration_has_a_flat_gradient_profile(warmup_results, s
     for init, data in (("torch-default", warmup_results), ("xavier", sweep_results)):
         committed, fresh = rerun_post_ln(data, False, steps=1, init=init)
         assert fresh["grad_ratio"] == pytest.approx(committed["grad_ratio"], rel=1e-4)
+    # 首末两层逐种子配对：看不出差别；区间上限仍低于第十节 12 层 Xavier 栈区间的下限
+    default, xavier = first_step_ratio(warmup_results, "torch-default"), first_step_ratio(sweep_results, "xavier")
+    assert (default.n, default.verdict, xavier.n, xavier.verdict) == (6, "不足以下结论", 3, "不足以下结论")
+    stack = top_vs_bottom(load_results(DEPTH), "xavier", 12, "post")
+    assert f"{math.exp(default.interval[1]):.1f}" == "1.2" and f"{math.exp(xavier.interval[1]):.1f}" == "1.3"
+    assert f"{math.exp(stack.interval[0]):.1f}" == "1.5" and math.exp(xavier.interval[1]) < math.exp(stack.interval[0])
+    assert_reading(DERIVATION, "6 个种子看不出首末哪层更大（ln 最上", default, stated=ln2(default))
+    assert_reading(DERIVATION, "3 个种子也看不出", xavier, stated=ln2(xavier))
+    assert_states(DERIVATION, "最多约1.2倍（默认）和1.3倍（Xavier）", "下界（约1.5倍）")
+    assert_reading(CODE, "6 个种子看不出首末哪层更大", default, stated=ln2(default))
+    for c in (default, xavier):
+        assert_reading(QUESTIONS, "默认初始化下 6 个种子看不出首末哪层更大", c, stated=ln2(c))
+    assert_reading(QUESTIONS, "6 个种子看不出首末两层梯度的差别", default)

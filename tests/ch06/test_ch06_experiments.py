@@ -1,5 +1,6 @@
 """Chapter 06's experiments: the committed results files against the thresholds stated on the page,
-tiny smoke runs into tmp_path, and the renderers."""
+each comparison of arms the pages make read with snippets.stats on the seeds (paired), tiny smoke runs
+into tmp_path, and the renderers."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from sitebuild.generate.render import ch06_tokens
 from snippets.bpe import bpe_encode, bpe_train
 from snippets.experiments import embedding_scale, vocab_sweep
 from snippets.results import load_results
+from snippets.stats import compare_seeds, describe
 from tests.support.pages import assert_states, chapter
+from tests.support.verdicts import assert_reading
 
 CH06 = chapter("06")
 
@@ -39,6 +42,20 @@ def by_init(data: dict) -> dict[str, dict]:
     return {s["init"]: s for s in data["summary"]}
 
 
+def compare_arms(data: dict, a: str, b: str, metric: str = "accuracy"):
+    """Arm b − arm a, paired by seed (the same training data); token accuracy resolves one token."""
+    seeds = data["config"]["seeds"]
+    runs = {(r["init"], r["seed"]): r for r in data["runs"]}
+    value = (lambda r: r["accuracy"]) if metric == "accuracy" else (lambda r: r["init_stats"][metric])
+    tokens = data["config"]["eval_sequences"] * data["task"]["seq_len"]
+    return compare_seeds([value(runs[(a, s)]) for s in seeds], [value(runs[(b, s)]) for s in seeds], seeds,
+                         resolution=1 / tokens if metric == "accuracy" else 0.0)
+
+
+def points(c) -> str:
+    return describe(c, " 个点", scale=100)
+
+
 def test_scale_file_covers_every_init_and_seed(scale):
     cfg = scale["config"]
     assert cfg["inits"] == list(embedding_scale.INITS) and len(cfg["seeds"]) >= 6
@@ -56,7 +73,7 @@ TIED, UNTIED = ("t2t", "unit", "unit-noscale"), ("unit-untied", "t2t-untied")
 
 
 @pytest.mark.claim("ch06-init-scale-measured", paper="§3.4", results="results/embedding-scale-long.json",
-                   text="实验初始化时：输入 N(0, 1) 乘 √d 的嵌入范数是位置编码的 10 倍以上，其余在 1.2–1.7 倍；三种共享配置每个种子、每个位置的 argmax 都是当前输入词元，这一列的 logit 均值 > 5 倍其余 logits 的标准差，两种不共享配置 argmax = 当前输入词元平均 < 10%；其余 logits 的标准差：N(0, 1/d) 输出约 1，共享 N(0, 1) 约 √d；共享 N(0, 1/d) 的初始损失 > 2 ln 12，不共享的 < 1.25 ln 12")
+                   text="实验初始化时：输入 N(0, 1) 乘 √d 的嵌入范数是位置编码的 10 倍以上，其余在 1.2–1.7 倍；三种共享配置每个种子、每个位置的 argmax 都是当前输入词元，这一列的 logit 均值 > 5 倍其余 logits 的标准差，两种不共享配置 argmax = 当前输入词元平均 < 10%；其余 logits 的标准差：N(0, 1/d) 输出约 1，共享 N(0, 1) 约 √d；共享 N(0, 1/d) 的初始损失 > 2 ln 12，6 个种子上都比不共享的对照更高（「一致」），不共享的 < 1.25 ln 12")
 def test_init_scale_measured(scale):
     s = by_init(scale)
     d, vocab = scale["task"]["d_model"], scale["task"]["vocab_size"]
@@ -79,10 +96,13 @@ def test_init_scale_measured(scale):
     assert all(s[init]["init_loss_mean"] < 1.25 * ln_v for init in UNTIED)
     assert_states(CH06 + "code.md", rf"\ln {vocab}\approx{ln_v:.2f}", rf"\sqrt d={math.isqrt(d)}")
     assert_states(CH06 + "derivation.md", rf"\ln {vocab}\approx{ln_v:.2f}")
+    c = compare_arms(scale, "t2t-untied", "t2t", "loss")
+    assert (c.n, c.verdict, c.sign) == (6, "一致", 1)
+    assert_reading(CH06 + "code.md", "都是 $\\mathcal N(0,1/d)$ 的不共享对照更高", c, stated=describe(c, "", digits=2))
 
 
 @pytest.mark.claim("ch06-init-scale-result", paper="§3.4", results="results/embedding-scale-long.json",
-                   text="倒序任务 400 步、每种 6 个种子的贪心逐词准确率：不共享、两处 N(0, 1/d) 每个种子 100%；共享 N(0, 1/d) 乘 √d 有 5 个种子 ≥ 99%，最低的一个 74%；不共享、输入 N(0, 1) 乘 √d 每个种子在 80%–99%；两种共享 N(0, 1) 每个种子 < 40%")
+                   text="倒序任务 400 步、每种 6 个种子的贪心逐词准确率：不共享、两处 N(0, 1/d) 每个种子 100%；共享 N(0, 1/d) 乘 √d 有 5 个种子 ≥ 99%，最低的一个 74%；不共享、输入 N(0, 1) 乘 √d 每个种子在 80%–99%；两种共享 N(0, 1) 每个种子 < 40%。逐种子配对：两种共享 N(0, 1) 都比共享 N(0, 1/d) 低、只让输入淹没位置编码的比它的对照低、只有 logits 太大的比只让输入淹没的低，都是「一致」；两种共享 N(0, 1) 之间、共享与不共享的 N(0, 1/d) 之间「不足以下结论」")
 def test_init_scale_result(scale):
     s = by_init(scale)
     acc = {init: sorted(r["accuracy"] for r in scale["runs"] if r["init"] == init) for init in s}
@@ -92,6 +112,29 @@ def test_init_scale_result(scale):
     assert_states(CH06 + "code.md", f"另一个只有{100 * acc['t2t'][0]:.0f}%")
     assert 0.80 < acc["unit-untied"][0] and acc["unit-untied"][-1] < 0.99
     assert acc["unit"][-1] < 0.40 and acc["unit-noscale"][-1] < 0.40
+    code, questions = CH06 + "code.md", CH06 + "questions.md"
+    # 逐种子配对的比较：页面上的每句读法
+    unit, noscale = compare_arms(scale, "t2t", "unit"), compare_arms(scale, "t2t", "unit-noscale")
+    swamped = compare_arms(scale, "t2t-untied", "unit-untied")
+    logits_only = compare_arms(scale, "unit-untied", "unit-noscale")
+    for c in (unit, noscale, swamped, logits_only):
+        assert (c.n, c.verdict, c.sign) == (6, "一致", -1)
+    same_failure = compare_arms(scale, "unit", "unit-noscale")
+    tying = compare_arms(scale, "t2t-untied", "t2t")
+    assert same_failure.verdict == tying.verdict == "不足以下结论"
+    for c in (unit, noscale):
+        assert_reading(code, "两者在 6 个种子上都更低", c, stated=points(c))
+    assert_reading(code, "6 个种子上它都更低", swamped, stated=points(swamped))
+    assert round(-100 * swamped.mean_difference) == 8
+    assert_states(code, "代价约8个点")
+    assert_reading(code, "6 个种子分不出两者的高低", same_failure, stated=points(same_failure))
+    assert 0.28 <= min(same_failure.a + same_failure.b) and max(same_failure.a + same_failure.b) < 0.30
+    assert_reading(code, "只有 logits 太大的配置在 6 个种子上都比", logits_only, stated=points(logits_only))
+    assert_reading(code, "6 个种子分不出共享与不共享", tying, stated=points(tying))
+    assert_reading(questions, "6 个种子上这种配置都更低", unit, stated=points(unit))
+    rescued = compare_arms(scale, "unit", "unit-untied")
+    assert_reading(questions, "6 个种子上都比共享的这种配置更高", rescued, stated=points(rescued))
+    assert_reading(CH06 + "derivation.md", "这里用到的比较都是「一致」", logits_only)
 
 
 def test_sweep_agreement_in_the_committed_file(sweep):
