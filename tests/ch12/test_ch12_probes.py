@@ -135,7 +135,7 @@ def test_kv_quant_error(cpu):
     c = compare_seeds([r["fp8_e4m3"]["rel_error"] for r in rows], [r["int8"]["rel_error"] for r in rows],
                       seeds=seeds_of(rows))
     assert (c.verdict, c.sign) == ("一致", -1)
-    assert_reading(CODE, "每个种子上 int8 的误差都更低", c, stated=points(c, digits=2))
+    assert_reading(CODE, "在这组随机的 K、V 上", c, stated=points(c, digits=2))
 
 
 def per_token_fp8(t: torch.Tensor) -> torch.Tensor:
