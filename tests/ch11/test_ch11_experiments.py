@@ -12,10 +12,15 @@ import torch
 from sitebuild.generate.render import ch11_attnres
 from snippets.experiments import attention_residuals as exp
 from snippets.results import load_results
+from snippets.stats import compare_seeds, describe
 from tests.support.committed import committed_results
 from tests.support.pages import assert_states, chapter
+from tests.support.verdicts import assert_reading
 
-CODE = chapter("11") + "code.md"
+CH11 = chapter("11")
+CODE = CH11 + "code.md"
+QUESTIONS = CH11 + "questions.md"
+INTERVIEW = CH11 + "interview.md"
 ROOT = Path(__file__).resolve().parents[2]
 FULL = ROOT / "results" / "attention-residuals.json"
 LONG = ROOT / "results" / exp.LONG_OUT
@@ -39,6 +44,31 @@ def summary(data: dict, variant: str) -> dict:
     return row
 
 
+def paired(data: dict, variant_a: str, variant_b: str, value) -> "SeedComparison":  # noqa: F821
+    """value(run of variant_b) − value(run of variant_a), paired by seed."""
+    a, b = runs(data, variant_a), runs(data, variant_b)
+    assert [r["seed"] for r in a] == [r["seed"] for r in b] == data["config"]["seeds"]
+    return compare_seeds([value(r) for r in a], [value(r) for r in b], seeds=data["config"]["seeds"])
+
+
+def within(data: dict, variant: str, before, after):
+    """after(run) − before(run) for one variant's runs, paired by seed."""
+    mine = runs(data, variant)
+    return compare_seeds([before(r) for r in mine], [after(r) for r in mine], seeds=[r["seed"] for r in mine])
+
+
+def val_loss(r: dict) -> float:
+    return r["val_loss"]
+
+
+def nats(c) -> str:
+    return describe(c, " nats", digits=4)
+
+
+def plain(c, digits=2) -> str:
+    return describe(c, "", digits=digits)
+
+
 def test_file_covers_every_seed_and_variant(full):
     assert len(full["config"]["seeds"]) >= 3
     for v in exp.VARIANTS:
@@ -52,8 +82,9 @@ def test_file_covers_every_seed_and_variant(full):
 
 @pytest.mark.claim("ch11-toy-loss", paper="AttnRes §5", results="results/attention-residuals.json",
                    title="玩具损失：400 步时三种残差分不出高下",
-                   text="400 步、3 个种子、8 个子层：三种残差的超额损失都 < 0.05 nats；三者的验证损失均值相差 < 0.01，"
-                        "普通残差与 Full AttnRes 的种子范围重叠，Block AttnRes 的均值最高；AttnRes 多出的参数约占 1%")
+                   text="400 步、3 个种子、8 个子层：三种残差的超额损失都 < 0.05 nats，均值相差 < 0.01；"
+                        "Full、Block AttnRes 与普通残差逐种子配对都「不足以下结论」；任务接近饱和，"
+                        "而普通残差送往输出层的输入是第一个的 2.1–3.0 倍（稀释有发生的空间）；AttnRes 多出的参数约占 1%")
 def test_toy_loss(full):
     assert full["config"]["steps"] == 400 and len(full["config"]["seeds"]) == 3
     means = {v: summary(full, v)["val_loss_mean"] for v in exp.VARIANTS}
@@ -64,52 +95,90 @@ def test_toy_loss(full):
     assert max(means, key=means.get) == "block"
     assert round(100 * (fullres["params"] - base["params"]) / base["params"]) == 1
     assert_states(CODE, "离熵下界只差约0.03nats", "均值相差不到0.01", "约1%")
+    full_vs_base = paired(full, "baseline", "full", val_loss)
+    block_vs_base = paired(full, "baseline", "block", val_loss)
+    assert (full_vs_base.verdict, block_vs_base.verdict, block_vs_base.n_agree) == ("不足以下结论", "不足以下结论", 3)
+    assert_reading(CODE, "看不出 Full AttnRes 与普通残差的验证损失谁高谁低", full_vs_base, stated=nats(full_vs_base))
+    assert_reading(CODE, "Block AttnRes 与普通残差也分不出高低（平均差 +0.0045", block_vs_base, stated=nats(block_vs_base))
+    # the reason the page gives instead of dilution: saturation; dilution had room to happen
+    growth = [r["input_rms"][-1] / r["input_rms"][0] for r in runs(full, "baseline")]
+    assert (round(min(growth), 1), round(max(growth), 1)) == (2.1, 3.0)
+    assert_states(CODE, "第一个子层输入的2.1–3.0倍", "24–34个子层")
+    assert_states(QUESTIONS, "这个玩具任务接近饱和")
+    assert_states(INTERVIEW, "任务接近饱和", "至少24个子层")
 
 
 @pytest.mark.claim("ch11-toy-magnitude", paper="AttnRes 图 5", results="results/attention-residuals.json",
                    title="玩具模型：普通残差的输入随深度变大，AttnRes 的有界",
-                   text="400 步、3 个种子：普通残差送往输出层的输入的均方根在每个种子上都至少是第一个子层输入的 2 倍；"
-                        "Full 与 Block AttnRes 每个子层的输入都不超过嵌入本身的均方根")
+                   text="400 步、3 个种子：普通残差送往输出层的输入的均方根在 3 个种子上都至少是第一个子层输入的 2 倍（「一致」）；"
+                        "Full 与 Block AttnRes 嵌入之后每个子层的输入都比嵌入本身的均方根小（「一致」）")
 def test_toy_magnitude(full):
     for r in runs(full, "baseline"):
         assert r["input_rms"][-1] >= 2 * r["input_rms"][0]
     for v in ("full", "block"):
         for r in runs(full, v):
             assert max(r["input_rms"][1:]) <= r["input_rms"][0]
-    assert_states(CODE, "至少是第一个的2倍", "都不超过嵌入本身的大小")
+    assert_states(CODE, "至少是第一个的2倍")
+    grows = within(full, "baseline", lambda r: r["input_rms"][0], lambda r: r["input_rms"][-1])
+    assert (grows.verdict, grows.sign) == ("一致", 1)
+    assert_reading(CODE, "送往输出层的那一个都比第一个更大", grows, stated=plain(grows))
+    for variant, fragment in (("full", "都比嵌入本身更小"), ("block", "Block AttnRes 也是这样")):
+        bounded = within(full, variant, lambda r: r["input_rms"][0], lambda r: max(r["input_rms"][1:]))
+        assert (bounded.verdict, bounded.sign) == ("一致", -1)
+        assert_reading(CODE, fragment, bounded, stated=plain(bounded))
 
 
 @pytest.mark.claim("ch11-toy-grad", paper="AttnRes 图 5", results="results/attention-residuals.json",
                    title="玩具模型：逐层梯度读不出差别",
-                   text="400 步、3 个种子、8 个子层：三种残差在每个种子里逐层梯度的最大与最小之比都小于 4")
+                   text="400 步、3 个种子、8 个子层：三种残差在每个种子里逐层梯度的最大与最小之比都小于 4；"
+                        "第 1 个子层的梯度与各层平均之比，Full AttnRes 与普通残差「不足以下结论」")
 def test_toy_gradients(full):
     for r in full["runs"]:
         assert max(r["grad_norm"]) / min(r["grad_norm"]) < 4
     assert_states(CODE, "最大与最小之比都小于4")
+    first_share = lambda r: r["grad_norm"][0] / statistics.fmean(r["grad_norm"])  # noqa: E731
+    c = paired(full, "baseline", "full", first_share)
+    assert c.verdict == "不足以下结论"
+    assert_reading(CODE, "看不出普通残差第 1 个子层的梯度相对更大", c, stated=plain(c))
 
 
 @pytest.mark.claim("ch11-toy-alpha", paper="AttnRes 图 8", results="results/attention-residuals.json",
-                   title="玩具模型：嵌入保有高于均匀的权重",
-                   text="400 步、3 个种子平均：Full AttnRes 在第 3–8 个子层之前给嵌入（来源 0）的权重都高于均匀的 1/l，"
-                        "并且是所有来源里最大的；第 2 个子层之前（只有两个来源）与送往输出层的那一次不是")
+                   title="玩具模型：嵌入的权重最大，对角线占优没有出现",
+                   text="Full AttnRes 第 3–8 个子层之前的 18 个种子-行里，嵌入 16 行最大、直接前驱 0 行最大（6 行超过 1/l）；"
+                        "嵌入的权重（6 个子层平均）高于 1/l：400 步「不足以下结论」，900 步「一致」；"
+                        "直接前驱低于 1/l：400 步「不足以下结论」，900 步「一致」")
 def test_toy_alpha(full):
-    mine = runs(full, "full")
-    mean_rows = [[statistics.fmean(vals) for vals in zip(*rows)] for rows in zip(*(r["alpha"] for r in mine))]
+    long = committed(LONG, "long")
     n = 2 * full["config"]["model"]["n_layers"]
-    assert len(mean_rows) == n + 1 and all(len(row) == l + 1 for l, row in enumerate(mean_rows))
-    for row in mean_rows:
-        assert abs(sum(row) - 1) < 1e-6
-    for row in mean_rows[2:n]:                      # 子层 3 … n 之前
-        assert row[0] > 1 / len(row) and row[0] == max(row)
-    for row in (mean_rows[1], mean_rows[n]):        # 子层 2 之前、输出层之前：不是
-        assert row[0] < 1 / len(row)
-    assert_states(CODE, "第3–8个子层之前", "第2个子层之前（只有两个来源）与送往输出层的那一次不是")
+    rows = [r["alpha"][l] for r in runs(full, "full") for l in range(2, n)]       # 子层 3 … n 之前，逐种子
+    assert len(rows) == 18 and all(abs(sum(row) - 1) < 1e-6 for row in rows)
+    assert sum(row[0] == max(row) for row in rows) == 16
+    assert sum(row[-1] == max(row) for row in rows) == 0                          # 直接前驱
+    assert sum(row[-1] > 1 / len(row) for row in rows) == 6
+    assert_states(CODE, "共18行（3个种子×6个子层）", "在16行里是所有来源中权重最大的", "一次也不是最大的，只有6行超过")
+
+    def over_uniform(data, source):
+        uniform = lambda r: statistics.fmean(1 / (l + 1) for l in range(2, n))            # noqa: E731
+        weight = lambda r: statistics.fmean(r["alpha"][l][source(l)] for l in range(2, n))  # noqa: E731
+        return within(data, "full", uniform, weight)
+
+    emb_400, emb_900 = over_uniform(full, lambda l: 0), over_uniform(long, lambda l: 0)
+    pred_400, pred_900 = over_uniform(full, lambda l: l), over_uniform(long, lambda l: l)
+    assert (emb_400.verdict, emb_900.verdict, emb_900.sign) == ("不足以下结论", "一致", 1)
+    assert (pred_400.verdict, pred_900.verdict, pred_900.sign) == ("不足以下结论", "一致", -1)
+    three = lambda c: plain(c, digits=3)                                               # noqa: E731
+    assert_reading(CODE, "个种子还看不出嵌入的权重高于均匀的", emb_400, stated=three(emb_400))
+    assert_reading(CODE, "步时嵌入的权重更高（", emb_900, stated=three(emb_900))
+    assert_reading(CODE, "步时还看不出它低于", pred_400, stated=three(pred_400))
+    assert_reading(CODE, "步时它的权重更低（", pred_900, stated=three(pred_900))
+    assert_states(INTERVIEW, "论文图8的对角线占优没有出现")
 
 
 @pytest.mark.claim("ch11-toy-stream", paper="AttnRes §7", results="results/attention-residuals.json",
-                   title="读者模型上 ‖h_L‖：初始化按 √L，训练后更快",
+                   title="读者模型上 ‖h_L‖：初始化按 √L；8 个子层分不出 √L 与 L",
                    text="初始化时 32 个子层、3 个种子：各输出的平均余弦绝对值 < 0.01，‖h_L‖ 与不相关的预测相差 < 15%；"
-                        "训练 400 步后（8 个子层）每个种子的平均余弦 > 0.03，‖h_L‖ 比预测大 10% 以上；训练前两者相差 < 5%")
+                        "训练 400 步后（8 个子层）平均余弦更高（「一致」，0.04–0.09），‖h_L‖ 与预测之比 1.13–1.33，"
+                        "比初始化时变大「不足以下结论」（900 步「一致」）；超出集中在最后一个子层，它的输出也最大（「一致」）")
 def test_toy_stream(full):
     probe = full["depth_probe"]
     assert probe["n_layers"] == 16 and len(probe["runs"]) == 3
@@ -119,13 +188,35 @@ def test_toy_stream(full):
     for r in runs(full, "baseline"):
         assert abs(r["stream_init"]["ratio_last"] - 1) < 0.05
         assert r["stream_final"]["mean_cosine"] > 0.03 and r["stream_final"]["ratio_last"] > 1.1
-    assert_states(CODE, "平均余弦的绝对值<0.01", "相差不到15%", "平均余弦>0.03", "大10%以上")
+    assert_states(CODE, "平均余弦的绝对值<0.01", "相差不到15%")
+    base = runs(full, "baseline")
+    final = lambda r: r["stream_final"]["ratio_last"]                                                 # noqa: E731
+    before_last = lambda r: r["stream_final"]["stream_rms"][-2] / r["stream_final"]["uncorrelated_rms"][-2]  # noqa: E731
+    cosines = [r["stream_final"]["mean_cosine"] for r in base]
+    assert (round(min(cosines), 2), round(max(cosines), 2)) == (0.04, 0.09)
+    assert [round(final(r), 2) for r in base] == [1.13, 1.33, 1.19]
+    assert [round(before_last(r), 2) for r in base] == [0.95, 1.14, 1.03]
+    assert_states(CODE, "在0.04–0.09之间", "1.13、1.33、1.19", "0.95、1.14、1.03", "11–24个子层以上")
+    assert (round(1 / max(cosines)), round(1 / min(cosines))) == (11, 24)
+    cos = within(full, "baseline", lambda r: r["stream_init"]["mean_cosine"], lambda r: r["stream_final"]["mean_cosine"])
+    ratio_400 = within(full, "baseline", lambda r: r["stream_init"]["ratio_last"], final)
+    ratio_900 = within(committed(LONG, "long"), "baseline", lambda r: r["stream_init"]["ratio_last"], final)
+    last = within(full, "baseline", before_last, final)
+    biggest = within(full, "baseline", lambda r: max(r["output_rms"][:-1]), lambda r: r["output_rms"][-1])
+    assert (cos.verdict, ratio_400.verdict, ratio_900.verdict, last.verdict, biggest.verdict) == (
+        "一致", "不足以下结论", "一致", "一致", "一致")
+    assert_reading(CODE, "各输出两两的平均余弦比初始化时更高", cos, stated=plain(cos, digits=3))
+    assert_reading(CODE, "个种子还定不下这个比值变大了", ratio_400, stated=plain(ratio_400))
+    assert_reading(CODE, "步时它比初始化时更大", ratio_900, stated=plain(ratio_900))
+    assert_reading(CODE, "加上最后一个子层的输出后更大", last, stated=plain(last))
+    assert_reading(CODE, "个种子上都比其余 7 个子层的输出更大", biggest, stated=plain(biggest))
+    assert_reading(QUESTIONS, "各输出两两的平均余弦更高", cos, stated=plain(cos, digits=3))
 
 
 @pytest.mark.claim("ch11-toy-long", paper="AttnRes §5", results="results/attention-residuals-long.json",
                    title="玩具损失：900 步",
                    text="900 步、3 个种子：每种残差的超额损失都比 400 步时低，都在 0.008–0.010 nats 之间；"
-                        "三者的验证损失均值相差 < 0.002，种子范围两两重叠：读法不变")
+                        "三者的验证损失均值相差 < 0.002，种子范围两两重叠，逐种子配对「不足以下结论」：读法不变")
 def test_toy_long(full):
     long = committed(LONG, "long")
     assert long["config"]["steps"] == 900 and long["config"]["seeds"] == full["config"]["seeds"]
@@ -138,6 +229,10 @@ def test_toy_long(full):
             t = summary(long, w)
             assert s["val_loss_min"] <= t["val_loss_max"] and t["val_loss_min"] <= s["val_loss_max"]
     assert_states(CODE, "都降到0.008–0.010nats之间", "均值相差不到0.002", "两两重叠")
+    full_vs_base, block_vs_base = paired(long, "baseline", "full", val_loss), paired(long, "baseline", "block", val_loss)
+    assert full_vs_base.verdict == block_vs_base.verdict == "不足以下结论"
+    assert_reading(CODE, "看不出 Full AttnRes 与普通残差的高低", full_vs_base, stated=nats(full_vs_base))
+    assert_reading(CODE, "Block AttnRes 与普通残差也分不出高低（平均差 +0.0007", block_vs_base, stated=nats(block_vs_base))
 
 
 def test_entropy_floor_is_the_true_cross_entropy():

@@ -239,6 +239,55 @@ def test_compute_equivalent_ratio():
                   r"\Big)^{1/0.057}\approx7.02", r"\frac{7.02}{5.6}&\approx1.25")
 
 
+def compute_ratio(variant: str, compute: float, baseline=TABLE2_FITS["baseline"]) -> float:
+    """How much more compute the baseline needs to reach `variant`'s fitted loss at `compute`."""
+    a, alpha = baseline
+    return (a / fitted_loss(variant, compute)) ** (1 / alpha) / compute
+
+
+# Table 2's validation losses (five sizes): Baseline, Block AttnRes, Full AttnRes, mHC(-lite)
+TABLE2_LOSSES = {"194M": (1.931, 1.909, 1.899, 1.906), "241M": (1.895, 1.875, 1.874, 1.869),
+                 "296M": (1.829, 1.809, 1.804, 1.807), "436M": (1.766, 1.746, 1.737, 1.747),
+                 "528M": (1.719, 1.693, 1.692, 1.694)}
+
+
+@pytest.mark.claim("ch11-compute-c-dependence", paper="AttnRes 表 2",
+                   title="1.25× 随代入的算力变，Full AttnRes 的比值是 1.27×",
+                   text="Block 与基线的指数不同：等损失算力比在 C = 0.5、1、2、5.6 时是 1.20×、1.22×、1.23×、1.25×；"
+                        "基线指数挪 ±0.0005，C = 5.6 处在 1.23×–1.28× 之间；Full AttnRes 与基线同指数，比值恒为 1.27×；"
+                        "表 2 的 mHC(-lite) 在 5 个规模里比 Full 低 1 次、比 Block 低 3 次；6ND 粗算最大运行约 4.4 PFLOP/s-days")
+def test_compute_ratio_depends_on_c():
+    ratios = [round(compute_ratio("block", c), 2) for c in (0.5, 1, 2, 5.6)]
+    assert ratios == [1.20, 1.22, 1.23, 1.25]
+    shifted = [compute_ratio("block", 5.6, baseline=(1.891, 0.057 + e)) for e in (-0.0005, 0.0005)]
+    assert (round(min(shifted), 2), round(max(shifted), 2)) == (1.23, 1.28)
+    full = {round(compute_ratio("full", c), 3) for c in (0.1, 1, 5.6, 50)}
+    assert full == {1.275} and round(compute_ratio("full", 5.6), 2) == 1.27
+    mhc_below_block = sum(m < b for _, b, f, m in TABLE2_LOSSES.values())
+    full_below_mhc = sum(f < m for _, b, f, m in TABLE2_LOSSES.values())
+    assert (mhc_below_block, full_below_mhc) == (3, 4)
+    assert TABLE2_LOSSES["241M"][3] < min(TABLE2_LOSSES["241M"][1:3])
+    assert round(6 * 528e6 * 119.0e9 / (1e15 * 86400), 1) == 4.4
+    assert_states(ATTNRES, "1.20×、1.22×、1.23×、1.25×", "1.23×与1.28×之间", r"(1.891/1.865)^{1/0.057}\approx1.27",
+                  "约4.4PFLOP/s-days", "Full AttnRes有4个低于它，Block AttnRes只有2个")
+    assert_states(CH11 + "questions.md", "1.20×、1.22×、1.23×、1.25×", "是1.27×", "241M时mHC(-lite)1.869")
+    assert_states(INTERVIEW, "1.20×到1.25×", "1.27×")
+
+
+@pytest.mark.claim("ch11-gpqa-noise", paper="AttnRes 表 3; Rein et al. 2023",
+                   title="GPQA-Diamond 只有 198 题：一次评测的标准误约 3.5 个点",
+                   text="GPQA-Diamond 198 道题，正确率 40% 左右时一次评测的二项标准误 √(0.4·0.6/198) ≈ 3.5 个点，"
+                        "+7.5 约是它的两倍，且两组各只有一次运行")
+def test_gpqa_single_run_standard_error():
+    se = 100 * math.sqrt(0.4 * 0.6 / 198)
+    assert round(se, 1) == 3.5
+    for accuracy in (0.369, 0.444):                   # 表 3 的两个正确率，标准误都在 3.4–3.6 之间
+        assert 3.4 <= 100 * math.sqrt(accuracy * (1 - accuracy) / 198) <= 3.6
+    assert 1.9 < 7.5 / se < 2.3
+    assert_states(ATTNRES, r"\sqrt{0.4\times0.6/198}\approx3.5", "只有198道题")
+    assert_states(INTERVIEW, "只有198道题", "约3.5个点")
+
+
 TABLE3 = {"MMLU": (73.5, 74.6), "MMLU-Pro": (52.2, 52.2), "GPQA-Diamond": (36.9, 44.4), "BBH": (76.3, 78.0),
           "ARC-C": (64.6, 65.7), "HellaSwag": (83.2, 83.4), "TriviaQA": (69.9, 71.8), "GSM8K": (81.7, 82.4),
           "MGSM": (64.9, 66.1), "Math": (53.5, 57.1), "CMath": (84.7, 85.1), "HumanEval": (59.1, 62.2),

@@ -21,6 +21,7 @@ from snippets.transformer import PositionwiseFeedForward
 from snippets.sparse_attention import (moba_attention, moba_mask, receptive_field, rolling_cache_decode,
                                        sliding_window_attention, sliding_window_mask)
 from tests.support.pages import assert_states, chapter
+from tests.support.sections import DOCS
 
 F64 = torch.float64
 CH13 = chapter("13")
@@ -89,7 +90,7 @@ def test_window_equal(n, w):
 @pytest.mark.claim("ch13-receptive-field", paper="Child et al. 2019; Beltagy et al. 2020",
                    title="L 层窗口注意力的感受野 L·(w − 1) + 1",
                    text="把 L 层窗口为 w 的掩码（布尔矩阵）连乘，最后一个位置能到达的位置数恰为 L·(w − 1) + 1"
-                        "（序列足够长时）；L = 4、w = 3 时是 9")
+                        "（序列足够长时）；L = 4、w = 3 时是 9。这是能到达的上界：可达不等于可检索")
 @pytest.mark.parametrize("layers,w", [(1, 3), (4, 3), (3, 5), (6, 2)])
 def test_receptive_field(layers, w):
     n = 64
@@ -99,7 +100,10 @@ def test_receptive_field(layers, w):
         reach = ((m @ reach) > 0).to(torch.int64)
     assert int(reach[-1].sum()) == receptive_field(layers, w) == layers * (w - 1) + 1
     assert receptive_field(4, 3) == 9
-    assert_states(DERIVATION, "L(w-1)+1")
+    assert_states(DERIVATION, "L(w-1)+1", "是能到达的上界，不是能找回的保证：可达不等于可检索")
+    assert_states(CH13 + "questions.md", "可达不等于可检索")
+    for page in ("derivation.md", "questions.md"):     # the overread the pages used to make (review 13-9)
+        assert "没有丢" not in (DOCS / CH13 / page).read_text(encoding="utf-8")
 
 
 @pytest.mark.claim("ch13-rolling-cache", paper="Jiang et al. 2023 (Mistral 7B)",

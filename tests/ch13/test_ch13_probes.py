@@ -10,8 +10,10 @@ import pytest
 from sitebuild.generate.render import ch13_long_context
 from snippets.probes import long_context
 from snippets.results import load_results
+from snippets.stats import compare_seeds, describe
 from tests.support.committed import check_device_files, one_file
 from tests.support.pages import assert_states, chapter
+from tests.support.verdicts import assert_reading
 
 CODE = chapter("13") + "code.md"
 ROOT = Path(__file__).resolve().parents[2]
@@ -84,7 +86,8 @@ def test_decode_constant(cpu):
                    results="results/long-context-cpu-amd-epyc.json",
                    title="实测：联想回忆",
                    text="d_k = 16、5 个种子、不训练：softmax 注意力在 N = 4 到 128 对上全部回忆正确；最好的 16×64 线性状态"
-                        "在 N ≤ 32 时平均回忆率 1.000，N = 64 时降到 0.9 以下、N = 128 时 0.5 以下；朴素的 Σvkᵀ 在 N = 128 时 0.4 以下")
+                        "在 N ≤ 32 时平均回忆率 1.000，N = 64 时降到 0.9 以下、N = 128 时 0.5 以下；朴素的 Σvkᵀ 在 N = 128 时 0.4 以下；"
+                        "读一遍的增量规则 N ≥ 32 时比朴素累加更低（「一致」），N = 16 时平均更低（「多数」）")
 def test_recall(cpu):
     means = ch13_long_context.recall_means(cpu)
     assert sorted(means) == [4, 8, 16, 32, 64, 128]
@@ -95,6 +98,18 @@ def test_recall(cpu):
     for n in means:
         assert means[n]["best_linear"] >= means[n]["linear"] - 1e-9
     assert_states(CODE, "0.9", "0.5", "0.4")
+    rows = cpu["probes"]["recall"]["rows"]
+
+    def delta_vs_linear(n):
+        mine = [r for r in rows if r["n_pairs"] == n]
+        return compare_seeds([r["linear"] for r in mine], [r["delta"] for r in mine], seeds=[r["seed"] for r in mine],
+                             resolution=1 / n)                                   # 回忆率是 n 对里数出来的
+
+    verdicts = {n: delta_vs_linear(n) for n in (16, 32, 64, 128)}
+    assert all((verdicts[n].verdict, verdicts[n].sign) == ("一致", -1) for n in (32, 64, 128))
+    assert (verdicts[16].verdict, verdicts[16].n_agree, verdicts[16].n) == ("多数", 4, 5)
+    assert_reading(CODE, "个种子上都比朴素累加更低", verdicts[128], stated=describe(verdicts[128], "", digits=3))
+    assert_reading(CODE, "时它平均更低，1 个种子上两者都是", verdicts[16], stated=describe(verdicts[16], "", digits=3))
 
 
 @pytest.mark.claim("ch13-gpu-memory", paper="§4 表 1", results="results/long-context-cuda-nvidia-h200.json",

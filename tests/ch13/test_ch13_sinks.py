@@ -15,12 +15,15 @@ from snippets.experiments import attention_sinks as exp
 from snippets.residual_stream import AttnResDecoder
 from snippets.results import load_results
 from snippets.sparse_attention import sliding_window_mask
+from snippets.stats import compare_seeds, describe
 from tests.support.committed import committed_results
 from tests.support.pages import assert_states, chapter
+from tests.support.verdicts import assert_reading
 
 CH13 = chapter("13")
 DERIVATION = CH13 + "derivation.md"
 CODE = CH13 + "code.md"
+QUESTIONS = CH13 + "questions.md"
 ROOT = Path(__file__).resolve().parents[2]
 FULL = ROOT / "results" / "attention-sinks.json"
 LONG = ROOT / "results" / exp.LONG_OUT
@@ -54,6 +57,47 @@ def per_seed_delta(data: dict, condition: str, window: int, mode: str) -> list[f
         by = {(c["window"], c["mode"]): c["loss"] for c in run["cache"]}
         out.append(by[(window, mode)] - by[(window, "full")])
     return out
+
+
+def seeds(data: dict, condition: str) -> list[int]:
+    return [r["seed"] for r in ch13_sinks.runs_of(data, condition)]
+
+
+def first_token_mass(run: dict, when: str, layers=range(4)) -> float:
+    """The mass distant queries put on the first token, averaged over heads and then over `layers`."""
+    return statistics.fmean(statistics.fmean(run[f"attention_{when}"]["mass"]["first1"][l]) for l in layers)
+
+
+def mass_vs_init(data: dict, condition: str, layers=range(4)):
+    """Trained minus initial first-token mass, paired by seed."""
+    mine = ch13_sinks.runs_of(data, condition)
+    return compare_seeds([first_token_mass(r, "init", layers) for r in mine],
+                         [first_token_mass(r, "trained", layers) for r in mine], seeds=seeds(data, condition))
+
+
+def mass_vs_uniform(data: dict, condition: str):
+    mine = ch13_sinks.runs_of(data, condition)
+    u = ch13_sinks.uniform(data, "first1")
+    return compare_seeds([u] * len(mine), [first_token_mass(r, "trained") for r in mine], seeds=seeds(data, condition))
+
+
+def cache_loss(run: dict, window: int, mode: str) -> float:
+    return {(c["window"], c["mode"]): c["loss"] for c in run["cache"]}[(window, mode)]
+
+
+def modes(data: dict, condition: str, window: int, a: str, b: str):
+    """Loss with cache mask b minus with mask a, paired by seed."""
+    mine = ch13_sinks.runs_of(data, condition)
+    return compare_seeds([cache_loss(r, window, a) for r in mine], [cache_loss(r, window, b) for r in mine],
+                         seeds=seeds(data, condition))
+
+
+def plain3(c) -> str:
+    return describe(c, "", digits=3)
+
+
+def nats(c) -> str:
+    return describe(c, " nats", digits=3)
 
 
 # ---------- the code the experiment runs ----------
@@ -138,8 +182,8 @@ def test_file_covers_every_condition_and_seed(full):
 @pytest.mark.claim("ch13-sink-mass", paper="Xiao et al. 2023 (StreamingLLM); Gu et al. 2024",
                    results="results/attention-sinks.json",
                    title="实测：小模型没有学到注意力汇点",
-                   text="800 步、3 个种子、两种开头：每层给第一个词元的质量都低于初始化与均匀的 0.021，"
-                        "没有一个头超过 0.025；前 4 个词元都低于均匀的 0.086")
+                   text="800 步、3 个种子、两种开头：4 层平均，第一个词元分到的质量比初始化时与均匀的 0.021 更低（都「一致」），"
+                        "逐层 8 个与初始化的比较里 7 个「一致」；种子平均后没有一个头超过 0.025；前 4 个词元都低于均匀的 0.086")
 def test_sink_mass(full):
     cfg = full["config"]
     assert cfg["steps"] == 800 and len(cfg["seeds"]) == 3 and cfg["far"] == 32
@@ -151,14 +195,28 @@ def test_sink_mass(full):
             assert statistics.fmean(after) < ch13_sinks.uniform(full, "first1")
             assert max(after) <= 0.025
         assert max(max(row) for row in mass(full, condition, "trained", "first4")) < ch13_sinks.uniform(full, "first4")
-    assert_states(DERIVATION, "都低于初始化时，也低于均匀基线（约0.021），没有一个头超过0.025")
-    assert_states(CODE, "比初始化时低、也比均匀基线0.021低", "没有一个头（种子平均）超过0.025", "均匀的0.086")
+    assert_states(CODE, "没有一个头超过0.025", "均匀的0.086")
+    assert_states(DERIVATION, "没有一个头超过0.025")
+    init = {cond: mass_vs_init(full, cond) for cond in exp.CONDITIONS}
+    uniform = {cond: mass_vs_uniform(full, cond) for cond in exp.CONDITIONS}
+    assert all((c.verdict, c.sign) == ("一致", -1) for c in [*init.values(), *uniform.values()])
+    assert_reading(CODE, "个种子上分到的质量都比初始化时更低", init["plain"], stated=plain3(init["plain"]))
+    assert_reading(CODE, "bos 的也比初始化时更低", init["bos"], stated=plain3(init["bos"]))
+    assert_reading(CODE, "比，plain 的更低", uniform["plain"], stated=plain3(uniform["plain"]))
+    assert_reading(CODE, "bos 的也更低（平均差 -0.015", uniform["bos"], stated=plain3(uniform["bos"]))
+    assert_reading(DERIVATION, "的均匀基线（平均差", uniform["plain"], stated=plain3(uniform["plain"]))
+    assert_reading(DERIVATION, "bos 的也更低（平均差 -0.015", uniform["bos"], stated=plain3(uniform["bos"]))
+    assert_reading(QUESTIONS, "分到的质量比初始化时更低", init["plain"], stated=plain3(init["plain"]))
+    per_layer = {(cond, l + 1): mass_vs_init(full, cond, [l]).verdict for cond in exp.CONDITIONS for l in range(4)}
+    assert sum(v == "一致" for v in per_layer.values()) == 7 and per_layer[("bos", 3)] == "不足以下结论"
+    assert_states(CODE, "8个（开头×层）比较里7个是「一致」，bos的第3层不足以下结论")
 
 
 @pytest.mark.claim("ch13-sink-window", paper="Xiao et al. 2023 (StreamingLLM)", results="results/attention-sinks.json",
                    title="实测：滚动缓存里留开头不比留中间词元好",
-                   text="只留窗口的代价：w = 4 时 > 0.09 nats，w = 8 时 > 0.02，w = 16 时 < 0.01；"
-                        "留 4 个中间词元都不比留前 4 个差 0.001 nats 以上")
+                   text="只留窗口的代价（种子平均）：w = 4 时 > 0.09 nats，w = 8 时 > 0.02，w = 16 时 < 0.01，但逐种子只有 "
+                        "plain、w = 16 是「一致」，其余（含 w = 4）「不足以下结论」；留 4 个中间词元与留前 4 个 6 个组合都「不足以下结论」，"
+                        "种子平均后前者不比后者差 0.001 nats 以上")
 def test_sink_window(full):
     cfg = full["config"]
     assert cfg["sinks"] == 4 and cfg["score_from"] == 40 and cfg["windows"] == [4, 8, 16]
@@ -172,13 +230,28 @@ def test_sink_window(full):
     assert round(min(spread), 2) == 0.02 and round(max(spread), 2) == 0.34
     assert_states(CODE, "w=4时两种开头都多出0.09nats以上", "w=8时0.02以上", "w=16时不到0.01",
                   "都不比(c)高出0.001nats以上", "0.02到0.34nats")
-    assert_states(DERIVATION, "w=4的损失多出0.09nats以上", "都不比(c)留前4个高出0.001nats以上")
+    assert_states(DERIVATION, "w=4的损失均值多出0.09nats以上", "都不比(c)留前4个高出0.001nats以上")
+    cost = {(cond, w): modes(full, cond, w, "full", "window") for cond in exp.CONDITIONS for w in cfg["windows"]}
+    assert [k for k, c in cost.items() if c.verdict != "不足以下结论"] == [("plain", 16)]
+    assert (cost[("plain", 16)].verdict, cost[("plain", 16)].sign) == ("一致", 1)
+    assert_reading(CODE, "plain 看不出只留窗口比全注意力更差", cost[("plain", 4)], stated=nats(cost[("plain", 4)]))
+    assert_reading(CODE, "bos 也看不出（平均差 +0.095", cost[("bos", 4)], stated=nats(cost[("bos", 4)]))
+    assert_reading(CODE, "的代价在 3 个种子上都更高（平均差 +0.001", cost[("plain", 16)], stated=nats(cost[("plain", 16)]))
+    assert_reading(DERIVATION, "个种子还看不出这份代价", cost[("plain", 4)], stated=nats(cost[("plain", 4)]))
+    middle = {(cond, w): modes(full, cond, w, "sinks", "middle") for cond in exp.CONDITIONS for w in cfg["windows"]}
+    assert all(c.verdict == "不足以下结论" for c in middle.values())
+    for page, fragment in ((CODE, "这个预算下分不出高低：$w=4$ 时 plain 看不出差别"),
+                           (DERIVATION, "也分不出高低（plain、$w=4$"), (QUESTIONS, "也分不出高低（plain、$w=4$")):
+        assert_reading(page, fragment, middle[("plain", 4)], stated=nats(middle[("plain", 4)]))
+    assert_states(CODE, "其余5个组合也都不足以下结论", "让部分位置不可预测")
+    assert_states(DERIVATION, "分不开「训练不够」与「任务不需要」")
 
 
 @pytest.mark.claim("ch13-sink-long", paper="Gu et al. 2024", results="results/attention-sinks-long.json",
                    title="实测：多练 2.5 倍，读法不变",
-                   text="2000 步：仍没有汇点（bos 第 4 层最大的头 0.031，均匀的 1.5 倍）；窗口的代价都变小，"
-                        "留中间词元仍比留前 4 个好")
+                   text="2000 步：4 层平均，第一个词元的质量仍比均匀更低（两种开头都「一致」）；bos 第 4 层 0.012 → 0.018 "
+                        "「不足以下结论」，最大的头 0.031（均匀的 1.5 倍）；窗口代价与 800 步比 6 个组合都「不足以下结论」；"
+                        "bos、w = 4 只留窗口的代价与留前 4 个的帮助「一致」；留中间与留开头 6 个组合都「不足以下结论」")
 def test_sink_long(full, long):
     assert long["config"]["steps"] == 2000 and long["config"]["seeds"] == full["config"]["seeds"]
     u = ch13_sinks.uniform(long, "first1")
@@ -188,15 +261,39 @@ def test_sink_long(full, long):
             assert statistics.fmean(after) < statistics.fmean(before) and statistics.fmean(after) < u
         for w in long["config"]["windows"]:
             assert delta(long, condition, w, "window") < delta(full, condition, w, "window")
-            assert delta(long, condition, w, "middle") < delta(long, condition, w, "sinks")
+    uniform = {cond: mass_vs_uniform(long, cond) for cond in exp.CONDITIONS}
+    assert all((c.verdict, c.sign) == ("一致", -1) for c in uniform.values())
+    assert_reading(CODE, "plain 的第一个词元分到的质量仍比均匀基线更低", uniform["plain"], stated=plain3(uniform["plain"]))
+    assert_reading(CODE, "bos 的也仍更低", uniform["bos"], stated=plain3(uniform["bos"]))
+    per_layer = {(cond, l + 1): mass_vs_init(long, cond, [l]).verdict for cond in exp.CONDITIONS for l in range(4)}
+    assert sorted(k for k, v in per_layer.items() if v != "一致") == [("bos", 1), ("bos", 4)]
+    assert_states(CODE, "8个比较里6个是「一致」，bos的第1、4层不足以下结论")
+    by_seed = lambda d: [statistics.fmean(r["attention_trained"]["mass"]["first1"][3]) for r in ch13_sinks.runs_of(d, "bos")]  # noqa: E731
+    grew = compare_seeds(by_seed(full), by_seed(long), seeds=seeds(full, "bos"))
+    assert grew.verdict == "不足以下结论"
+    assert_reading(CODE, "个种子看不出它变大了", grew, stated=plain3(grew))
+    shrink = {}
+    for condition in exp.CONDITIONS:
+        for w in long["config"]["windows"]:
+            cost = lambda d: [b - a for a, b in zip(*(                                          # noqa: E731
+                [cache_loss(r, w, m) for r in ch13_sinks.runs_of(d, condition)] for m in ("full", "window")))]
+            shrink[(condition, w)] = compare_seeds(cost(full), cost(long), seeds=seeds(full, condition))
+    assert all(c.verdict == "不足以下结论" for c in shrink.values())
+    assert_reading(CODE, "步比，6 个组合都分不出", shrink[("plain", 4)], stated=nats(shrink[("plain", 4)]))
+    window, sinks = modes(long, "bos", 4, "full", "window"), modes(long, "bos", 4, "window", "sinks")
+    assert (window.verdict, window.sign, sinks.verdict, sinks.sign) == ("一致", 1, "一致", -1)
+    assert_reading(CODE, "只留窗口的代价在 3 个种子上都更高", window, stated=nats(window))
+    assert_reading(CODE, "留前 4 个比只留窗口的损失更低", sinks, stated=nats(sinks))
+    middle = {(cond, w): modes(long, cond, w, "sinks", "middle") for cond in exp.CONDITIONS for w in long["config"]["windows"]}
+    assert all(c.verdict == "不足以下结论" for c in middle.values())
+    assert_reading(CODE, "留 4 个中间词元与留前 4 个仍分不出高低", middle[("bos", 4)], stated=nats(middle[("bos", 4)]))
     layer4 = {d: statistics.fmean(mass(d_, "bos", "trained", "first1")[3]) for d, d_ in (("full", full), ("long", long))}
     assert round(layer4["full"], 3) == 0.012 and round(layer4["long"], 3) == 0.018
     top = max(mass(long, "bos", "trained", "first1")[3])
     assert round(top, 3) == 0.031 and round(top / u, 1) == 1.5
     assert round(delta(full, "plain", 4, "window"), 3) == 0.139 and round(delta(long, "plain", 4, "window"), 3) == 0.022
-    assert_states(CODE, "从800步时的0.012升到0.018", "到了0.031（均匀基线的1.5倍）", "从0.139降到0.022nats",
-                  "留4个中间词元的损失都更低")
-    assert_states(DERIVATION, "均匀基线的1.5倍", "留4个中间词元仍比留前4个更好")
+    assert_states(CODE, "800步时0.012、2000步时0.018", "到了0.031（均匀基线的1.5倍）", "从0.139变成0.022nats")
+    assert_states(DERIVATION, "均匀基线的1.5倍", "留中间与留开头仍分不出高低")
 
 
 @pytest.mark.slow  # trains two tiny models
