@@ -383,6 +383,9 @@ def erratum_text(text: str) -> str:
 
 
 CLAIM_RUN_AND_PAGES = re.compile("最近\u200b?一次\u200b?运行.*?(?=测试\u200b?：)", re.S)
+# A toy comparison's numbers (snippets.stats.describe: 平均差, interval, seeds that agree) are read on the
+# page, not searched for; its verdict word stays in the index.
+VERDICT_NUMBERS = re.compile("平均差[^）<]*?：\u200b*(?=一致|多数|不足\u200b?以下\u200b?结论)")
 
 
 def clean_entry(entry: dict, homes: dict[str, list[str]] | None = None) -> dict:
@@ -392,6 +395,7 @@ def clean_entry(entry: dict, homes: dict[str, list[str]] | None = None) -> dict:
     text = plain_math(entry["text"])
     text = re.sub(r"<(pre|code)>\s*</\1>", "", text)
     text = re.sub(r"[ \t\n]{2,}", " ", text).strip()
+    text = VERDICT_NUMBERS.sub("", text)
     entry = {**entry, "title": REDUNDANT_ZWSP.sub("", title), "text": REDUNDANT_ZWSP.sub("", text)}
     location = entry["location"]
     if "#" not in location and _landing(location):
