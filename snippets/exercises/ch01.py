@@ -1,4 +1,4 @@
-"""第 01 章的练习：RNN 的一步、沿时间展开、BPTT 的梯度范数。参考答案：snippets/rnn.py。"""
+"""第 01 章的练习：RNN 的一步、沿时间展开、BPTT 的雅可比连乘与梯度范数。参考答案：snippets/rnn.py。"""
 
 from __future__ import annotations
 
@@ -129,6 +129,53 @@ register(Exercise(
         Property("bad-x", "空序列：ValueError，并写出参数名 x",
                  "x.shape[1] == 0 时没有任何一步可算：报错，而不是返回空张量。", PAGE, "模型与损失",
                  _make_bad_forward, raises("x")),
+    ],
+))
+
+
+# --------------------------------------------------------------------------- bptt_jacobian
+def _ref_jacobian(hs, w_hh, k, t):
+    return rnn.bptt_jacobian(hs, w_hh, k, t)
+
+
+def _make_jacobian(rng, n, d_h, gap, dtype):
+    hs = torch.tanh(randn(rng, n, d_h, dtype=dtype, scale=1.5))
+    w_hh = randn(rng, d_h, d_h, dtype=dtype, scale=1 / d_h ** 0.5)
+    t = n - 1
+    return Case((hs, w_hh, max(0, t - gap), t))
+
+
+def _make_bad_jacobian(rng, which):
+    hs, w_hh = torch.tanh(randn(rng, 4, 2)), randn(rng, 2, 2)
+    k, t = [(3, 1), (0, 4)][which]
+    return Case((hs, w_hh, k, t), note=["k = 3 > t = 1", "t = 4 ≥ n = 4"][which])
+
+
+register(Exercise(
+    id="ch01.bptt_jacobian", name="bptt_jacobian", questions=("1.1",), title="BPTT 的雅可比连乘",
+    signature="bptt_jacobian(hs, w_hh, k, t)",
+    statement="返回 ∂h_t/∂h_k = ∏_{i=k+1}^{t} diag(1 − h_i²) W_hh：因子从左到右是 i = t, t−1, …, k+1。"
+              "k = t 时是单位阵。tanh'(a_i) = 1 − h_i²，只用前向存下的 hs。",
+    shapes="hs (n, d_h)，w_hh (d_h, d_h)，0 ≤ k ≤ t < n → (d_h, d_h)。",
+    bad_input="k、t 不满足 0 ≤ k ≤ t < n：ValueError，报错信息写出 k 和 t。",
+    reference=_ref_jacobian, solution=(PAGE, "第二步跨多步是矩阵连乘"),
+    stub='''def bptt_jacobian(hs, w_hh, k, t):
+    """∂h_t/∂h_k = ∏_{i=k+1}^{t} diag(1 − h_i²) W_hh，i = t 的因子在最左边；k = t 时是单位阵。
+    hs (n, d_h)，w_hh (d_h, d_h) → (d_h, d_h)。不满足 0 ≤ k ≤ t < n：ValueError（写出 k、t）。"""
+    raise NotImplementedError("在这里写你的实现")
+''',
+    properties=[
+        Property("identity", "k = t：单位阵",
+                 "一个因子也没有的连乘是单位阵（torch.eye），不是 W_hh。", PAGE, "第二步跨多步是矩阵连乘",
+                 lambda rng, n, d_h, dtype: _make_jacobian(rng, n, d_h, 0, dtype), matches_reference(),
+                 dims={"n": [1, 2, 3], "d_h": [1, 2, 3], "dtype": DTYPES}, tries=6),
+        Property("matches", "k < t：与连乘 ∏ diag(1 − h_i²) W_hh 一致，i = t 的因子在最左边",
+                 "因子用的是 h_i（i = k+1 … t），不是 h_{i−1}；每次把新因子乘在右边：J ← J · diag(1 − h_i²) W_hh，i 从 t 往下走。",
+                 PAGE, "第二步跨多步是矩阵连乘", _make_jacobian, matches_reference(),
+                 dims={"n": [2, 3, 5], "d_h": [1, 2, 3, 4], "gap": [1, 2, 4], "dtype": DTYPES}),
+        Property("bad-k-t", "k > t 或 t ≥ n：ValueError，并写出参数名 k",
+                 "先检查 0 ≤ k ≤ t < n，报错信息写出 k、t 与 n。", PAGE, "第二步跨多步是矩阵连乘",
+                 _make_bad_jacobian, raises("k"), dims={"which": [0, 1]}),
     ],
 ))
 

@@ -31,16 +31,16 @@ def _make_lookup(rng, batch, n, vocab, d, dtype):
 def _make_bad_tokens(rng, which):
     weight = randn(rng, 5, 3)
     tokens = [torch.tensor([[0, 5]]), torch.tensor([[0.0, 1.0]])][which]
-    return Case((tokens, weight), note=["id 5 超出词表 [0, 5)", "tokens 是浮点张量"][which])
+    return Case((tokens, weight), note=["id 5 超出词表 [0, 5)", "`tokens` 是浮点张量"][which])
 
 
 register(Exercise(
     id="ch06.embedding_lookup", questions=('6.1',), name="embedding_lookup", title="嵌入查表",
     signature="embedding_lookup(tokens, weight)",
-    statement="嵌入层就是查表：第 b 条序列第 t 个词元的向量是 weight 的第 tokens[b, t] 行"
+    statement="嵌入层就是查表：第 b 条序列第 t 个词元的向量是 weight 的第 `tokens[b, t]` 行"
               "（等价于独热向量乘嵌入矩阵）。",
-    shapes="tokens (batch, n) torch.long，取值在 [0, |V|)；weight (|V|, d) → (batch, n, d)。",
-    bad_input="tokens 不是 torch.long：TypeError；有 id 超出 [0, |V|)：ValueError。报错信息写出 tokens。",
+    shapes="`tokens` (batch, n) torch.long，取值在 [0, |V|)；weight (|V|, d) → (batch, n, d)。",
+    bad_input="`tokens` 不是 torch.long：TypeError；有 id 超出 [0, |V|)：ValueError。报错信息写出 `tokens`。",
     reference=_ref_lookup, solution=CODE,
     stub='''def embedding_lookup(tokens, weight):
     """tokens (batch, n) long，weight (|V|, d) → (batch, n, d)：第 tokens[b, t] 行。
@@ -48,13 +48,13 @@ register(Exercise(
     raise NotImplementedError("在这里写你的实现")
 ''',
     properties=[
-        Property("matches", "第 tokens[b, t] 行，形状 (batch, n, d)",
-                 "weight 的一行是一个词元的向量：weight[tokens]（或 one_hot(tokens) @ weight），不是列。", DERIV, "lookup",
+        Property("matches", "第 `tokens[b, t]` 行，形状 (batch, n, d)",
+                 "weight 的一行是一个词元的向量：`weight[tokens]`（或 `one_hot(tokens) @ weight`），不是列。", DERIV, "lookup",
                  _make_lookup, matches_reference(),
                  dims={"batch": [1, 2], "n": [1, 2, 4], "vocab": [1, 2, 3, 7], "d": [1, 2, 3, 5],
                        "dtype": [torch.float64, torch.float32]}),
-        Property("bad-tokens", "越界的 id 或浮点 tokens：ValueError/TypeError，并写出参数名 tokens",
-                 "查表前检查 dtype 与 0 ≤ tokens < |V|；IndexError 与 RuntimeError 都不算。", DERIV, "lookup",
+        Property("bad-tokens", "越界的 id 或浮点 `tokens`：ValueError/TypeError，并写出参数名 `tokens`",
+                 "查表前检查 dtype 与 `0 ≤ tokens < |V|`；IndexError 与 RuntimeError 都不算。", DERIV, "lookup",
                  _make_bad_tokens, raises("tokens"), dims={"which": [0, 1]}),
     ],
 ))

@@ -111,13 +111,13 @@ def register(exercise: Exercise) -> Exercise:
 
 
 def load_all() -> dict[str, Exercise]:
-    """导入 snippets/exercises/ 下的每个 chNN 模块（它们在导入时登记练习），返回按编号排好的登记表。"""
+    """导入 snippets/exercises/ 下的每个 chNN 模块（它们在导入时登记练习），返回登记表：按章排，章内按登记的先后（页面上的顺序）。"""
     import snippets.exercises as package
 
     for info in pkgutil.iter_modules(package.__path__):
         if info.name.startswith("ch"):
             importlib.import_module(f"{package.__name__}.{info.name}")
-    return dict(sorted(REGISTRY.items()))
+    return dict(sorted(REGISTRY.items(), key=lambda item: item[1].chapter))
 
 
 def get(exercise_id: str) -> Exercise:

@@ -136,3 +136,44 @@ WRONG = {
                             ("matches", norms_wrong_order), ("bad-max_k", norms_no_check)],
 }
 RIGHT = {"ch01.rnn_step": [step_einsum], "ch01.rnn_forward": [forward_right], "ch01.gradient_norms": [norms_by_autograd]}
+
+
+def _jac(hs, w_hh, k, t, start="eye", shift=0, left=False, check=True):
+    if check and not (0 <= k <= t < hs.shape[0]):
+        raise ValueError(f"need 0 <= k <= t < n, got k={k}, t={t}")
+    jac = torch.eye(hs.shape[1], dtype=hs.dtype) if start == "eye" else w_hh.clone()
+    for i in range(t, k, -1):
+        factor = (1 - hs[i - shift] ** 2)[:, None] * w_hh
+        jac = factor @ jac if left else jac @ factor
+    return jac
+
+
+def jac_starts_with_w(hs, w_hh, k, t):
+    return _jac(hs, w_hh, k, t, start="w")
+
+
+def jac_off_by_one(hs, w_hh, k, t):
+    return _jac(hs, w_hh, k, t, shift=1)  # 用了 h_{i−1}
+
+
+def jac_wrong_order(hs, w_hh, k, t):
+    return _jac(hs, w_hh, k, t, left=True)
+
+
+def jac_no_check(hs, w_hh, k, t):
+    return _jac(hs, w_hh, k, t, check=False)
+
+
+def jac_reduce(hs, w_hh, k, t):
+    """写法不同：先列出全部因子，再用 torch.linalg.multi_dot 一次乘完。"""
+    if not (isinstance(k, int) and isinstance(t, int) and 0 <= k <= t < hs.shape[0]):
+        raise ValueError(f"k={k}, t={t} must satisfy 0 <= k <= t < n={hs.shape[0]}")
+    factors = [torch.diag(1 - hs[i] ** 2) @ w_hh for i in range(t, k, -1)]
+    if not factors:
+        return torch.eye(hs.shape[1], dtype=hs.dtype)
+    return factors[0] if len(factors) == 1 else torch.linalg.multi_dot(factors)
+
+
+WRONG["ch01.bptt_jacobian"] = [("identity", jac_starts_with_w), ("matches", jac_off_by_one),
+                               ("matches", jac_wrong_order), ("bad-k-t", jac_no_check)]
+RIGHT["ch01.bptt_jacobian"] = [jac_reduce]
