@@ -239,3 +239,54 @@ register(Exercise(
                  lambda rng: _make_bad_qkv(rng, 1), raises("v")),
     ],
 ))
+
+
+# --------------------------------------------------------------------------- masked_cross_entropy
+def _ref_ce(logits, targets, ignore_index=-100):
+    return softmax.masked_cross_entropy(logits, targets, ignore_index)
+
+
+def _make_ce(rng, batch, n, vocab, scale, pad, dtype):
+    logits = randn(rng, batch, n, vocab, dtype=dtype, scale=scale)
+    targets = torch.randint(vocab, (batch, n), generator=rng)
+    if pad:
+        targets[0, -pad:] = -100  # 第一条序列末尾是补齐位置
+    return Case((logits, targets), note=(f"第一条序列的最后 {pad} 个位置是补齐（-100）" if pad else "")
+                + ("；logits 的尺度是 " + str(scale) if scale > 10 else ""))
+
+
+CE_DIMS = {"batch": [1, 2], "n": [2, 3, 5], "vocab": [2, 3, 7], "scale": [1.0, 5.0], "dtype": DTYPES}
+
+register(Exercise(
+    id="ch03.masked_cross_entropy", name="masked_cross_entropy", questions=("3.8",), title="跳过补齐位置的交叉熵",
+    signature="masked_cross_entropy(logits, targets, ignore_index=-100)",
+    statement="逐词交叉熵 −log softmax(logits)[target] 的平均，跳过 targets == ignore_index 的位置（补齐位置）："
+              "它们对损失和梯度的贡献恰为 0，分母也只数没被跳过的词。log softmax 要用 log-sum-exp 算，logits 很大时也不出现 inf。"
+              "与 torch.nn.functional.cross_entropy(..., ignore_index=...) 相同。",
+    shapes="logits (..., vocab) 浮点张量，targets (...) 整数张量，取值在 [0, vocab) 或等于 ignore_index → 标量。",
+    bad_input="targets 不是整数张量：TypeError；targets 有越界的值：ValueError。报错信息写出 targets。",
+    reference=_ref_ce, solution=CODE,
+    stub='''def masked_cross_entropy(logits, targets, ignore_index=-100):
+    """−log softmax(logits)[target] 对 targets != ignore_index 的位置取平均（分母只数这些位置）。
+    logits (..., vocab)，targets (...) 整数 → 标量。targets 不是整数：TypeError；越界：ValueError（写出 targets）。"""
+    raise NotImplementedError("在这里写你的实现")
+''',
+    properties=[
+        Property("no-padding", "没有补齐：与逐词交叉熵的平均一致",
+                 "log softmax 用 logits − logsumexp(logits)；取目标那一项用 gather；最后取平均。", PAGE, "numerics",
+                 lambda rng, **d: _make_ce(rng, pad=0, **d), matches_reference(), dims=CE_DIMS),
+        Property("padding", "有补齐：补齐位置不计入损失，分母只数真实的词",
+                 "keep = targets != ignore_index；损失是 Σ keep·nll / Σ keep，不是除以全部位置；补齐位置的 target 不是合法下标，"
+                 "gather 之前先换成 0。", PAGE, "masks", lambda rng, **d: _make_ce(rng, pad=1, **d), matches_reference(),
+                 dims=CE_DIMS),
+        Property("large-logits", "logits 的尺度上千：不出现 inf",
+                 "log(softmax(z)) 在概率下溢成 0 时得 −∞：直接用 log-sum-exp 形式的 log softmax。", PAGE, "numerics",
+                 lambda rng, **d: _make_ce(rng, scale=2000.0, pad=1, **d), matches_reference(),
+                 dims={k: v for k, v in CE_DIMS.items() if k != "scale"}, tries=8),
+        Property("bad-targets", "targets 是浮点张量或越界：TypeError/ValueError，并写出参数名 targets",
+                 "检查 targets 的 dtype 是整数，再检查没被跳过的值都在 [0, vocab)。", PAGE, "masks",
+                 lambda rng, which: Case((randn(rng, 2, 3), [torch.tensor([0.0, 1.0]), torch.tensor([0, 3])][which]),
+                                         note=["targets 是浮点张量", "targets 里的 3 超出 vocab = 3"][which]),
+                 raises("targets"), dims={"which": [0, 1]}),
+    ],
+))

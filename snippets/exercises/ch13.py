@@ -152,3 +152,49 @@ register(Exercise(
                      _make_recurrent(rng, 0, 3, 2, 2, torch.float64)), raises("beta")),
     ],
 ))
+
+
+# --------------------------------------------------------------------------- decay_linear_attention
+def _ref_decay(q, k, v, a):
+    return la.decay_linear_attention_recurrent(q, k, v, a)
+
+
+def _make_decay(rng, batch, n, d_k, d_v, resets, dtype):
+    lead = (batch,) if batch else ()
+    a = torch.rand(*lead, n, generator=rng, dtype=torch.float64).to(dtype) * 0.6 + 0.4
+    for t in range(resets):
+        a[..., min(1 + 2 * t, n - 1)] = 0.0  # a_t = 0：硬重置
+    return Case((randn(rng, *lead, n, d_k, dtype=dtype), randn(rng, *lead, n, d_k, dtype=dtype),
+                 randn(rng, *lead, n, d_v, dtype=dtype), a), note=f"{resets} 处 a_t = 0（硬重置）" if resets else "")
+
+
+register(Exercise(
+    id="ch13.decay_linear_attention", name="decay_linear_attention", questions=("13.9",), title="带衰减的线性注意力",
+    signature="decay_linear_attention(q, k, v, a)",
+    statement="带标量衰减门的线性注意力（RetNet、Mamba-2 的 SSD）：S_0 = 0，S_t = a_t S_{t−1} + v_t k_tᵀ，o_t = S_t q_t。"
+              "也可以写成矩阵形式 O = (L ⊙ QKᵀ)V，L_ij = a_{j+1}⋯a_i（i ≥ j）。a_t = 0 是一次硬重置：之前的一切都被忘掉，"
+              "结果里不能出现 NaN（取 log 再做累积和的写法在这里会出错）。",
+    shapes="q、k (..., n, d_k)，v (..., n, d_v)，a (..., n)，通常在 [0, 1] → (..., n, d_v)。",
+    bad_input="a 的形状不是 (..., n)：ValueError，报错信息写出 a。",
+    reference=_ref_decay, solution=CODE,
+    stub='''def decay_linear_attention(q, k, v, a):
+    """S_0 = 0，S_t = a_t S_{t−1} + v_t k_tᵀ，o_t = S_t q_t。a_t = 0 是硬重置，不能出现 NaN。
+    q、k (..., n, d_k)，v (..., n, d_v)，a (..., n) → (..., n, d_v)。a 形状不对：ValueError（写出 a）。"""
+    raise NotImplementedError("在这里写你的实现")
+''',
+    properties=[
+        Property("matches", "衰减在 (0.4, 1) 之间：o_t = S_t q_t，S_t = a_t S_{t−1} + v_t k_tᵀ",
+                 "先衰减旧状态、再加这一步的 v kᵀ（a_t 不乘这一步自己的写入）；输出用更新之后的 S_t；位置 t 的衰减是 a_t，不是 a_{t−1}。",
+                 LINEAR, "decay", lambda rng, **d: _make_decay(rng, resets=0, **d), matches_reference(),
+                 dims={"batch": [0, 2], "n": [1, 2, 4, 6], "d_k": [1, 2, 3], "d_v": [1, 2], "dtype": DTYPES}),
+        Property("reset", "a_t = 0（硬重置）：之前的状态全部清零，不出现 NaN",
+                 "log a_t = −∞：用 log 的累积和相减会得到 (−∞) − (−∞) = NaN。直接连乘（或逐步递推）。", LINEAR, "decay",
+                 _make_decay, matches_reference(),
+                 dims={"batch": [0, 2], "n": [2, 4, 6], "d_k": [1, 2], "d_v": [1, 2], "resets": [1, 2],
+                       "dtype": DTYPES}, tries=8),
+        Property("bad-a", "a 的形状不是 (..., n)：ValueError，并写出参数名 a",
+                 "比较 a.shape 与 q.shape[:-1]。", LINEAR, "decay",
+                 lambda rng: Case((randn(rng, 3, 2), randn(rng, 3, 2), randn(rng, 3, 2), torch.ones(4, dtype=torch.float64)),
+                                  note="a 有 4 个，序列有 3 个位置"), raises("a")),
+    ],
+))

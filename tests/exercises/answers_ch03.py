@@ -190,3 +190,49 @@ WRONG = {
 }
 RIGHT = {"ch03.stable_softmax": [softmax_logsumexp], "ch03.masked_softmax": [ms_fill_then_zero_rows],
          "ch03.scaled_dot_product_attention": [sdpa_einsum]}
+
+
+def _check_targets(logits, targets, ignore_index):
+    if targets.is_floating_point():
+        raise TypeError(f"targets must be integers, got {targets.dtype}")
+    keep = targets != ignore_index
+    if ((targets[keep] < 0) | (targets[keep] >= logits.shape[-1])).any():
+        raise ValueError(f"targets out of range [0, {logits.shape[-1]})")
+
+
+def ce_divides_by_all(logits, targets, ignore_index=-100):
+    _check_targets(logits, targets, ignore_index)
+    keep = targets != ignore_index
+    nll = -torch.log_softmax(logits, -1).gather(-1, targets.clamp_min(0)[..., None]).squeeze(-1)
+    return (nll * keep).sum() / targets.numel()
+
+
+def ce_log_of_softmax(logits, targets, ignore_index=-100):
+    _check_targets(logits, targets, ignore_index)
+    keep = targets != ignore_index
+    nll = -torch.log(torch.softmax(logits, -1)).gather(-1, targets.clamp_min(0)[..., None]).squeeze(-1)
+    return (nll * keep).sum() / keep.sum()
+
+
+def ce_pads_as_class_zero(logits, targets, ignore_index=-100):
+    _check_targets(logits, targets, ignore_index)
+    nll = -torch.log_softmax(logits, -1).gather(-1, targets.clamp_min(0)[..., None]).squeeze(-1)
+    return nll.mean()  # 补齐位置被当成了第 0 类
+
+
+def ce_no_check(logits, targets, ignore_index=-100):
+    keep = targets != ignore_index
+    safe = torch.where(keep, targets, torch.zeros_like(targets)).long().clamp(0, logits.shape[-1] - 1)
+    nll = -torch.log_softmax(logits, -1).gather(-1, safe[..., None]).squeeze(-1)
+    return (nll * keep).sum() / keep.sum()
+
+
+def ce_torch(logits, targets, ignore_index=-100):
+    _check_targets(logits, targets, ignore_index)
+    return torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1),
+                                             ignore_index=ignore_index)
+
+
+WRONG["ch03.masked_cross_entropy"] = [("padding", ce_divides_by_all), ("large-logits", ce_log_of_softmax),
+                                      ("padding", ce_pads_as_class_zero), ("bad-targets", ce_no_check)]
+RIGHT["ch03.masked_cross_entropy"] = [ce_torch]

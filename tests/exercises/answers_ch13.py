@@ -181,3 +181,61 @@ WRONG = {
 }
 RIGHT = {"ch13.linear_attention_chunked": [chunked_recurrent], "ch13.delta_rule_step": [step_householder],
          "ch13.delta_rule_recurrent": [rec_chunked]}
+
+
+def _check_a(q, a):
+    if a.shape != q.shape[:-1]:
+        raise ValueError(f"a {tuple(a.shape)} must be {tuple(q.shape[:-1])}")
+
+
+def _decay(q, k, v, a, decay_after=False, shift=0, check=True):
+    if check:
+        _check_a(q, a)
+    s = torch.zeros(q.shape[:-2] + (v.shape[-1], q.shape[-1]), dtype=q.dtype)
+    outs = []
+    for t in range(q.shape[-2]):
+        at = a[..., max(t - shift, 0), None, None] if not (shift and t == 0) else torch.ones_like(a[..., 0, None, None])
+        outer = v[..., t, :, None] * k[..., t, None, :]
+        s = at * (s + outer) if decay_after else at * s + outer
+        outs.append((s @ q[..., t, :, None]).squeeze(-1))
+    return torch.stack(outs, -2)
+
+
+def decay_applied_after_write(q, k, v, a):
+    return _decay(q, k, v, a, decay_after=True)
+
+
+def decay_index_off_by_one(q, k, v, a):
+    return _decay(q, k, v, a, shift=1)
+
+
+def decay_log_cumsum(q, k, v, a):
+    _check_a(q, a)
+    c = torch.cumsum(torch.log(a), dim=-1)  # a = 0 时 log = −∞
+    diff = c[..., :, None] - c[..., None, :]
+    n = q.shape[-2]
+    L = torch.exp(diff).masked_fill(~torch.ones(n, n, dtype=torch.bool).tril(), 0.0)
+    return (L * (q @ k.transpose(-2, -1))) @ v
+
+
+def decay_no_check(q, k, v, a):
+    return _decay(q, k, v, a[..., : q.shape[-2]] if a.shape[-1] >= q.shape[-2] else a, check=False)
+
+
+def decay_matrix_form(q, k, v, a):
+    """写法不同：逐项连乘造出 L，再 O = (L ⊙ QKᵀ) V。"""
+    if a.shape != q.shape[:-1]:
+        raise ValueError(f"a must have shape {tuple(q.shape[:-1])}, got a {tuple(a.shape)}")
+    n = q.shape[-2]
+    L = torch.zeros(a.shape[:-1] + (n, n), dtype=q.dtype)
+    for i in range(n):
+        prod = torch.ones(a.shape[:-1], dtype=q.dtype)
+        for j in range(i, -1, -1):
+            L[..., i, j] = prod
+            prod = prod * a[..., j]
+    return (L * (q @ k.transpose(-2, -1))) @ v
+
+
+WRONG["ch13.decay_linear_attention"] = [("matches", decay_applied_after_write), ("matches", decay_index_off_by_one),
+                                        ("reset", decay_log_cumsum), ("bad-a", decay_no_check)]
+RIGHT["ch13.decay_linear_attention"] = [decay_matrix_form]
