@@ -54,7 +54,7 @@ def _make_bad_step(rng, which):
 STEP_DIMS = {"batch": [1, 2, 3], "d_in": [1, 2, 3, 5], "d_h": [1, 2, 3, 4, 6], "dtype": DTYPES}
 
 register(Exercise(
-    id="ch01.rnn_step", questions=('1.1',), name="rnn_step", title="RNN 的一步",
+    id="ch01.rnn_step", questions=("1.1",), name="rnn_step", title="RNN 的一步",
     signature="rnn_step(x_t, h_prev, w_xh, w_hh, b)",
     statement="实现 Elman RNN 的一步 h_t = tanh(W_hh h_{t−1} + W_xh x_t + b)。公式用列向量；"
               "张量里一行是一个样本，所以要写成 h_prev @ W_hhᵀ + x_t @ W_xhᵀ + b。",
@@ -198,7 +198,7 @@ def _make_bad_norms(rng, which):
 
 
 register(Exercise(
-    id="ch01.gradient_norms", questions=('1.1',), name="gradient_norms", title="BPTT 的梯度范数",
+    id="ch01.gradient_norms", questions=("1.1",), name="gradient_norms", title="BPTT 的梯度范数",
     signature="gradient_norms(hs, w_hh, max_k)",
     statement="给定一条序列的隐藏状态 hs（hs[i] = h_i）与 W_hh，T = n − 1 是最后一步。对 k = 1 … max_k 返回谱范数"
               " ‖∂h_T/∂h_{T−k}‖₂，其中 ∂h_T/∂h_{T−k} = ∏_{i=T−k+1}^{T} diag(1 − h_i²) W_hh（i = T 的因子在最左边）。"

@@ -21,7 +21,7 @@ def _make_bad_n(rng, which):
 
 
 register(Exercise(
-    id="ch02.causal_mask", questions=('2.5', '2.12'), name="causal_mask", title="因果掩码",
+    id="ch02.causal_mask", questions=("2.5", "2.12"), name="causal_mask", title="因果掩码",
     signature="causal_mask(n)",
     statement="返回 n × n 的 bool 掩码：位置 i 只能看 j ≤ i（对角线及其下方为 True）。True 表示可以看。",
     shapes="n 是正整数 → (n, n) bool。",
@@ -60,7 +60,7 @@ def _make_bad_lengths(rng, which):
 
 
 register(Exercise(
-    id="ch02.decoder_mask", questions=('2.1',), name="decoder_mask", title="解码器自注意力的掩码",
+    id="ch02.decoder_mask", questions=("2.1",), name="decoder_mask", title="解码器自注意力的掩码",
     signature="decoder_mask(lengths, n)",
     statement="批里第 b 条目标序列的前 lengths[b] 个位置是真实词元，其余是填充。返回解码器自注意力用的掩码："
               "查询 i 能看键 j，当且仅当 j ≤ i（因果）并且 j 不是填充位置。填充遮的是键（最后一维），不是查询。",
@@ -135,7 +135,7 @@ def _check_causal(fn, case, reference):
 LAYER_DIMS = {"batch": [1, 2], "m": [2, 3, 5], "n": [1, 2, 4], "heads": [1, 2], "dtype": [torch.float64, torch.float32]}
 
 register(Exercise(
-    id="ch02.decoder_layer", questions=('2.1', '2.6'), name="decoder_layer", title="一个解码器层（Post-LN）",
+    id="ch02.decoder_layer", questions=("2.1", "2.6"), name="decoder_layer", title="一个解码器层（Post-LN）",
     signature="decoder_layer(layer, y, memory, memory_mask=None)",
     statement="用 layer（snippets.transformer.DecoderLayer，已设为 eval()）里的子模块，写出论文的解码器层：\n"
               "1. 带因果掩码的自注意力 layer.self_attn(y, y, y, mask)（因果掩码由你自己造）+ 残差，layer.norm1；\n"

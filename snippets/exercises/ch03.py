@@ -46,7 +46,7 @@ def _make_bad_softmax(rng, which):
 SHAPES = {"batch": [0, 1, 2], "n_q": [1, 2, 3, 5], "n_k": [1, 2, 3, 6, 9], "dtype": DTYPES}
 
 register(Exercise(
-    id="ch03.stable_softmax", questions=('3.4', '3.13'), name="stable_softmax", title="数值稳定的 softmax",
+    id="ch03.stable_softmax", questions=("3.4", "3.13"), name="stable_softmax", title="数值稳定的 softmax",
     signature="stable_softmax(z)",
     statement="沿最后一维计算 softmax(z)：每行的数减去这一行的最大值再取指数、归一化。"
               "logits 在 1000 附近、或不同行相差上千时，结果仍然是有限的概率（不出现 inf、NaN）。",
@@ -131,7 +131,7 @@ def _make_bad_mask(rng, which):
 
 
 register(Exercise(
-    id="ch03.masked_softmax", questions=('3.6', '3.7'), name="masked_softmax", title="带掩码的稳定 softmax",
+    id="ch03.masked_softmax", questions=("3.6", "3.7"), name="masked_softmax", title="带掩码的稳定 softmax",
     signature="masked_softmax(scores, mask=None)",
     statement="沿最后一维做 softmax，但只在 mask 为 True（可以看）的位置之间分配权重：被遮住的位置权重恰为 0。"
               "分数在 1000 附近也不溢出；整行都被遮住时，这一行输出全 0（不是 NaN），反向传播的梯度也是有限的。"
@@ -206,7 +206,7 @@ SDPA_DIMS = {"batch": [0, 1, 2], "n_q": [1, 2, 3, 5], "n_k": [1, 2, 4, 6], "d_k"
 
 
 register(Exercise(
-    id="ch03.scaled_dot_product_attention", questions=('3.1',), name="scaled_dot_product_attention", title="缩放点积注意力",
+    id="ch03.scaled_dot_product_attention", questions=("3.1",), name="scaled_dot_product_attention", title="缩放点积注意力",
     signature="scaled_dot_product_attention(q, k, v, mask=None)",
     statement="实现论文公式 (1)：softmax(Q Kᵀ / √d_k) V。返回输出和注意力权重。mask 为 True 的位置可以看；"
               "整行被遮住的查询，它的输出和权重都是全 0（不是 NaN）。d_k 与 d_v 可以不同，n_q 与 n_k 也可以不同。",

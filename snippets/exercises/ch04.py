@@ -28,7 +28,7 @@ def _make_split(rng, batch, n, heads, d_head, dtype):
 
 
 register(Exercise(
-    id="ch04.split_heads", questions=('4.5',), name="split_heads", title="拆头",
+    id="ch04.split_heads", questions=("4.5",), name="split_heads", title="拆头",
     signature="split_heads(x, num_heads)",
     statement="把拼在一起的 d_model 维拆成 num_heads 个头：第 i 个头是第 i 段连续的 d_head = d_model / h 维"
               "（w_q 的第 i 段输出列就是 W_i^Q），再把头这一维挪到位置那一维之前。",
@@ -90,7 +90,7 @@ def _make_mha(rng, batch, n_q, n_k, heads, d_head, dtype, with_mask=False):
 MHA_DIMS = {"batch": [1, 2], "n_q": [1, 2, 3], "n_k": [1, 2, 4], "heads": [1, 2, 4], "d_head": [1, 2, 3], "dtype": DTYPES}
 
 register(Exercise(
-    id="ch04.multi_head_attention", questions=('4.2', '4.5'), name="multi_head_attention", title="多头注意力",
+    id="ch04.multi_head_attention", questions=("4.2", "4.5"), name="multi_head_attention", title="多头注意力",
     signature="multi_head_attention(mha, query, key, value, mask=None)",
     statement="用 mha（snippets.attention.MultiHeadAttention）的 w_q、w_k、w_v、w_o 与 num_heads，写出 MultiHead(Q, K, V) ="
               " Concat(head_1, …, head_h) W^O：投影、拆头、每个头做缩放点积注意力（除以 √d_head）、拼回 d_model 维、乘 W^O。"
@@ -134,7 +134,7 @@ def _make_gqa(rng, batch, n_q, n_k, kv_heads, group, d_head, dtype):
 
 
 register(Exercise(
-    id="ch04.grouped_query_attention", questions=('4.8',), name="grouped_query_attention", title="分组查询注意力（GQA）",
+    id="ch04.grouped_query_attention", questions=("4.8",), name="grouped_query_attention", title="分组查询注意力（GQA）",
     signature="grouped_query_attention(gqa, query, key, value, mask=None)",
     statement="用 gqa（snippets.multihead.GroupedQueryAttention）的 w_q、w_k、w_v、w_o、n_heads、n_kv_heads 写出 GQA："
               "n_heads 个查询头分成 n_kv_heads 组，第 j 组（查询头 j·g … (j+1)·g − 1，g = n_heads / n_kv_heads）共用第 j 个 K、V 头。"
@@ -180,7 +180,7 @@ def _make_params(rng, d_head, n_kv, group, bias):
 
 
 register(Exercise(
-    id="ch04.attention_params", questions=('4.3', '4.8'), name="attention_params", title="注意力层的参数量",
+    id="ch04.attention_params", questions=("4.3", "4.8"), name="attention_params", title="注意力层的参数量",
     signature="attention_params(d_model, n_heads, n_kv_heads, bias=True)",
     statement="数出一层（分组查询）注意力的参数个数：W^Q、W^O 各 d_model × d_model；W^K、W^V 各 d_model × (n_kv_heads·d_head)，"
               "d_head = d_model / n_heads；bias=True 时每个投影再加它输出宽度那么多个偏置。返回 int。",

@@ -45,7 +45,7 @@ def _make_ln(rng, batch, n, d, dtype, scale=2.0, offset=3.0, eps=1e-5):
 LN_DIMS = {"batch": [0, 1, 2], "n": [1, 2, 3], "d": [2, 3, 4, 8], "dtype": DTYPES}
 
 register(Exercise(
-    id="ch05.layer_norm", questions=('5.3',), name="layer_norm", title="层归一化（LayerNorm）",
+    id="ch05.layer_norm", questions=("5.3",), name="layer_norm", title="层归一化（LayerNorm）",
     signature="layer_norm(x, gain, bias, eps=1e-5)",
     statement="对每个位置的 d 个特征各自归一化：LN(x) = γ ⊙ (x − μ) / √(σ² + ε) + β，μ、σ² 是这一行 d 个数的均值与"
               "有偏方差（除以 d）。ε 在根号里面。只用同一个位置自己的数，不跨位置、不跨样本。",
@@ -86,7 +86,7 @@ def _make_rms(rng, batch, n, d, dtype, scale=2.0, offset=3.0):
 
 
 register(Exercise(
-    id="ch05.rms_norm", questions=('5.5',), name="rms_norm", title="均方根归一化（RMSNorm）",
+    id="ch05.rms_norm", questions=("5.5",), name="rms_norm", title="均方根归一化（RMSNorm）",
     signature="rms_norm(x, gain, eps=1e-6)",
     statement="RMSNorm(x) = g ⊙ x / √(mean(x²) + ε)，沿最后一维。与 LayerNorm 不同：不减均值，没有偏置 β。",
     shapes="x (..., d) 浮点张量，gain (d,) → (..., d)。",
@@ -149,7 +149,7 @@ def _make_residual(rng, batch, n, d, dtype, norm_first):
 RES_DIMS = {"batch": [1, 2], "n": [1, 2, 3], "d": [2, 3, 5], "dtype": DTYPES}
 
 register(Exercise(
-    id="ch05.residual_block", questions=('5.7',), name="residual_block", title="残差连接：Post-LN 与 Pre-LN",
+    id="ch05.residual_block", questions=("5.7",), name="residual_block", title="残差连接：Post-LN 与 Pre-LN",
     signature="residual_block(x, sublayer, norm, norm_first)",
     statement="把一个子层包上残差连接与层归一化，两种放法：norm_first=False 是论文的 Post-LN，LayerNorm(x + Sublayer(x))；"
               "norm_first=True 是 Pre-LN，x + Sublayer(LayerNorm(x))。sublayer、norm 都是可调用的模块。",

@@ -35,7 +35,7 @@ def _make_bad_tokens(rng, which):
 
 
 register(Exercise(
-    id="ch06.embedding_lookup", questions=('6.1',), name="embedding_lookup", title="嵌入查表",
+    id="ch06.embedding_lookup", questions=("6.1",), name="embedding_lookup", title="嵌入查表",
     signature="embedding_lookup(tokens, weight)",
     statement="嵌入层就是查表：第 b 条序列第 t 个词元的向量是 weight 的第 `tokens[b, t]` 行"
               "（等价于独热向量乘嵌入矩阵）。",
@@ -107,7 +107,7 @@ def _check_count(fn, case, reference):
 WORD_DIMS = {"n_words": [1, 2, 3, 5], "length": [1, 2, 3, 5, 7], "merged": [False, True]}
 
 register(Exercise(
-    id="ch06.count_pairs", questions=('6.4',), name="count_pairs", title="数相邻符号对",
+    id="ch06.count_pairs", questions=("6.4",), name="count_pairs", title="数相邻符号对",
     signature="count_pairs(words)",
     statement="words 把每个词（符号的元组）映射到它的词频。数出每个相邻符号对出现的总次数：一个词里的每一处都算"
               "（重叠的也算，(a, a, a) 里的 (a, a) 算两次），再乘这个词的词频。",
@@ -154,7 +154,7 @@ def _check_merge(fn, case, reference):
 
 
 register(Exercise(
-    id="ch06.merge_word", questions=('6.4',), name="merge_word", title="在一个词里合并一个符号对",
+    id="ch06.merge_word", questions=("6.4",), name="merge_word", title="在一个词里合并一个符号对",
     signature="merge_word(symbols, pair)",
     statement="在一个词（符号的元组）里从左到右合并所有不重叠的 pair：例如 (a, a, a) 合并 (a, a) 得 (aa, a)，"
               "(a, b, a, b) 合并 (a, b) 得 (ab, ab)。返回新的元组。",
@@ -221,7 +221,7 @@ def _check_step(fn, case, reference):
 
 
 register(Exercise(
-    id="ch06.bpe_merge_step", questions=('6.4', '6.10'), name="bpe_merge_step", title="BPE 的一步合并",
+    id="ch06.bpe_merge_step", questions=("6.4", "6.10"), name="bpe_merge_step", title="BPE 的一步合并",
     signature="bpe_merge_step(words)",
     statement="BPE 训练的一步：数出全部相邻符号对（乘词频），选出现次数最多的一对；次数相同时，取按字符串比较最小的那一对"
               "（先比左符号，再比右符号）。在每个词里合并它，返回 (选中的对, 新的 words)，词频不变。",

@@ -45,6 +45,7 @@ def test_check_a_file_from_the_command_line(tmp_path, capsys):
     assert cli.main(["check", "ch03.no_such", str(right)]) == 2
 
 
+@pytest.mark.slow  # a fresh interpreter
 def test_module_runs_as_a_script():
     proc = subprocess.run([sys.executable, "-m", "snippets.exercises", "show", "ch05.rms_norm"], capture_output=True,
                           text=True, cwd=ROOT, timeout=120)
@@ -72,6 +73,22 @@ def test_wrong_signature_and_not_a_function_are_reported_in_chinese(capsys):
         run("ch04.masked_softmax", lambda s, m=None: s)
 
 
+def test_bad_input_must_raise_an_error_that_names_the_argument():
+    def vague(x, num_heads):
+        raise ValueError("bad input")
+
+    result = run("ch04.split_heads", vague)
+    assert result.failed == "matches"  # a function that always raises fails on good input first
+
+    def vague_on_bad(x, num_heads):
+        if x.shape[-1] % num_heads:
+            raise ValueError("bad input")
+        return x.view(x.shape[0], x.shape[1], num_heads, -1).transpose(1, 2)
+
+    result = run("ch04.split_heads", vague_on_bad)
+    assert result.failed == "bad-num_heads" and "没有提到参数 num_heads" in result.report
+
+
 def test_reports_are_deterministic():
     from tests.exercises.answers_ch03 import ms_minus_1e9
 
@@ -80,11 +97,25 @@ def test_reports_are_deterministic():
 
 
 def test_the_smallest_failing_input_is_reported():
-    """Shrinking: the forgotten tanh fails on every input; the report shows the smallest shapes the dims allow."""
+    """The forgotten tanh fails on every input: the report shows the smallest shapes the dims allow."""
     from tests.exercises.answers_ch01 import step_no_tanh
 
     report = run("ch01.rnn_step", step_no_tanh).report
     assert "x_t = 形状 (1, 1)" in report and "w_hh = 形状 (1, 1)" in report
+
+
+def test_a_failing_input_is_shrunk_dimension_by_dimension():
+    """A bug that shows only when d_h >= 4: the first failing sample is shrunk to batch 1, d_in 1, d_h 4, float64."""
+    import torch
+
+    from tests.exercises.answers_ch01 import step_einsum
+
+    def wrong_when_wide(x_t, h_prev, w_xh, w_hh, b):
+        out = step_einsum(x_t, h_prev, w_xh, w_hh, b)
+        return out if w_hh.shape[0] < 4 else torch.zeros_like(out)
+
+    report = run("ch01.rnn_step", wrong_when_wide).report
+    assert "x_t = 形状 (1, 1) float64" in report and "w_hh = 形状 (4, 4) float64" in report, report
 
 
 def test_the_checker_leaves_torch_threads_as_they_were():
