@@ -4,7 +4,7 @@ Each chapter's exercises (``snippets/exercises/chNN.py``) are shown in two place
 the registry so that what a page says is checked is what the checker checks:
 
 * ``pages``: the section ``## 动手练习 {#exercises}`` at the end of the chapter's 代码与实验 page
-  (chapter 01: ``table-1.md``, the page with its experiments): statement, signature, shapes, what
+  (chapter 01, which has none: its own ``exercises.md``): statement, signature, shapes, what
   must happen on bad input, what is checked, a folded hint and the solution folded behind a link to
   the reader code. The section runs from its heading to the end of the page and is replaced whole;
   everything above it is left as it is.
@@ -40,10 +40,17 @@ def chapter_dir(chapter: str) -> Path:
     return found
 
 
+# Chapter 01 has no 代码与实验 page, and its measurements page (table-1.md) is near the 10,000-element
+# budget: its exercises get a page of their own, whose head is this.
+OWN_PAGE = "exercises.md"
+OWN_PAGE_HEAD = ("---\ntitle: 第 {n} 章 · 动手练习\n---\n\n# 从零写一遍\n\n"
+                 "本章讲过的几个算法，自己写一遍，再让检查器核对。")
+
+
 def page_for(chapter: str) -> Path:
-    """The chapter's 代码与实验 page (chapter 01 has none: its experiments page is table-1.md)."""
+    """The chapter's 代码与实验 page, or its own exercises page where it has none (chapter 01)."""
     folder = chapter_dir(chapter)
-    return folder / "code.md" if (folder / "code.md").is_file() else folder / "table-1.md"
+    return folder / "code.md" if (folder / "code.md").is_file() else folder / OWN_PAGE
 
 
 def anchor(exercise) -> str:
@@ -134,7 +141,7 @@ def section(chapter: str) -> str:
 
 def write_page(chapter: str) -> Path:
     page = page_for(chapter)
-    text = page.read_text(encoding="utf-8")
+    text = page.read_text(encoding="utf-8") if page.is_file() else OWN_PAGE_HEAD.format(n=chapter[2:])
     body = text.split("\n" + HEADING + "\n", 1)[0].rstrip("\n")
     page.write_text(body + "\n\n" + section(chapter), encoding="utf-8")
     return page

@@ -385,6 +385,9 @@ def erratum_text(text: str) -> str:
 CLAIM_RUN_AND_PAGES = re.compile("最近\u200b?一次\u200b?运行.*?(?=测试\u200b?：)", re.S)
 # A toy comparison's numbers (snippets.stats.describe: 平均差, interval, seeds that agree) are read on the
 # page, not searched for; its verdict word stays in the index.
+# An exercise (「动手练习」, tools/exercises.py) is found by its name and statement; what the checker
+# checks, the hints and the shapes are for the reader who opened it.
+EXERCISE_KEPT = re.compile(r"^\s*<p>.*?</p>|<li>[^<]*签\u200b?名.*?</li>", re.S)
 VERDICT_NUMBERS = re.compile("平均差[^）<]*?：\u200b*(?=一致|多数|不足\u200b?以下\u200b?结论)")
 
 
@@ -400,6 +403,8 @@ def clean_entry(entry: dict, homes: dict[str, list[str]] | None = None) -> dict:
     location = entry["location"]
     if "#" not in location and _landing(location):
         entry["text"] = ""
+    if "#ex-" in location:
+        entry["text"] = " ".join(m.group(0).strip() for m in EXERCISE_KEPT.finditer(entry["text"]))
     if "#" in location and _under(location, ["errata"]):
         entry["text"] = erratum_text(entry["text"])
     if "#" in location and _under(location, ["verification/*"]):

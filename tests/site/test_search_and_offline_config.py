@@ -119,6 +119,11 @@ def test_clean_entry():
     toy = clean_entry({"location": "chapters/x/code/#exp", "title": "t", "text": "<p>更低（\u200b平均差 -0.16 个点，"
                        "95% 区间 [-0.23, -0.09] 个点，3 个\u200b种子\u200b中 3 个\u200b同\u200b向\u200b：\u200b一致\u200b）。</p>"})
     assert toy["text"].replace("\u200b", "") == "<p>更低（一致）。</p>", toy["text"]
+    # an exercise keeps its statement and signature, not what is checked nor its hints
+    exercise = clean_entry({"location": "chapters/x/code/#ex-rnn-step", "title": "练习 1.1",
+                            "text": "<p>实现 RNN 的一步。</p> <ul> <li>签\u200b名：<code>rnn_step(x)</code></li> "
+                                    "<li>形状：x (b, d)</li> </ul> <p>检查什么：</p> <ol> <li>与 tanh 一致</li> </ol> 提示"})
+    assert exercise["text"] == "<p>实现 RNN 的一步。</p> <li>签\u200b名：<code>rnn_step(x)</code></li>", exercise["text"]
     claim = clean_entry({"location": "verification/#ch01-kv", "title": "KV 缓存 \\(d_{kv}\\)", "text": ""})
     assert claim == {"location": "verification/#ch01-kv", "title": "KV 缓存 d_kv", "text": "",
                      "boost": SECTION_BOOST["verification"]}
