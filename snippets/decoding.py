@@ -250,7 +250,7 @@ def average_checkpoints(state_dicts):
     """检查点平均（论文 §6.1：base 取最后 5 个，big 取最后 20 个）：浮点张量逐元素取平均。
 
     state_dicts 可以是列表，也可以是逐个读入的迭代器，如 (torch.load(p) for p in paths)：这里只留一份
-    float64 的累加和（8 字节 × 参数个数），不随检查点个数 k 增长。平均在 float64 里做，再转回第一个检查点的 dtype。
+    float64 的累加和（8 字节 × 参数个数），不随检查点个数 m 增长。平均在 float64 里做，再转回第一个检查点的 dtype。
     整数张量（步数计数、BatchNorm 的 num_batches_tracked）不取平均，取最后一个检查点的值。
     """
     sums, kinds, ints, count = {}, {}, {}, 0
