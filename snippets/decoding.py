@@ -213,7 +213,7 @@ def corpus_bleu(hypotheses, references, max_order=4, tokenize=tokenize_13a, smoo
     smooth="exp"：某阶匹配数为 0 时用 mteval 的 'exp' 平滑（第 k 个为 0 的阶记作 1 / (2^k · 总数)）。
     smooth="none" 不平滑：任何一阶匹配数为 0，BLEU 就是 0（Papineni 等 2002、multi-bleu.perl，
     即 sacreBLEU 的 smooth_method='none'）。tokenize=str.split 是「已分词的 BLEU」：按空格切，不再分词；
-    multi-bleu.perl 的算法是 tokenize=str.split、smooth="none"。
+    multi-bleu.perl 的算法是 tokenize=str.split、smooth="none"（Moses 的 scripts/generic/multi-bleu.perl：my_log(0) = −9999999999）。
     """
     if len(hypotheses) != len(references):
         raise ValueError(f"hypotheses and references must have the same length, "
@@ -250,7 +250,7 @@ def average_checkpoints(state_dicts):
     """检查点平均（论文 §6.1：base 取最后 5 个，big 取最后 20 个）：浮点张量逐元素取平均。
 
     state_dicts 可以是列表，也可以是逐个读入的迭代器，如 (torch.load(p) for p in paths)：这里只留一份
-    float64 的累加和（8 字节 × 参数个数），不随检查点个数 k 增长。平均在 float64 里做，再转回第一个检查点的 dtype。
+    float64 的累加和（8 字节 × 参数个数），不随检查点个数 m 增长。平均在 float64 里做，再转回第一个检查点的 dtype。
     整数张量（步数计数、BatchNorm 的 num_batches_tracked）不取平均，取最后一个检查点的值。
     """
     sums, kinds, ints, count = {}, {}, {}, 0
@@ -306,11 +306,11 @@ def speculative_step(target_probs, draft_probs, draft_tokens, uniforms):
     return accepted, target_probs[gamma]                     # 全部接受：再从 p 白送一个词
 
 
-def expected_tokens_per_round(alpha, gamma):
-    """每个草稿词以概率 α 被接受（相互独立）时，一轮（目标模型一次前向）产出的期望词数。"""
-    if alpha == 1:
+def expected_tokens_per_round(accept, gamma):
+    """每个草稿词以概率 a = accept 被接受（相互独立）时，一轮（目标模型一次前向）产出的期望词数。"""
+    if accept == 1:
         return gamma + 1
-    return (1 - alpha ** (gamma + 1)) / (1 - alpha)          # 1 + α + … + α^γ
+    return (1 - accept ** (gamma + 1)) / (1 - accept)       # 1 + a + … + a^γ
 # --8<-- [end:speculative]
 
 

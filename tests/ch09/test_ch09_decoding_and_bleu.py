@@ -17,6 +17,7 @@ from snippets.decoding import (GPU_TFLOPS, BeamStepper, average_checkpoints, bea
 from snippets.experiments import toy_translation as toy
 from snippets.transformer import Transformer
 from tests.support.pages import assert_states, chapter
+from tests.support.sections import DOCS
 
 F64 = torch.float64
 CH09 = chapter("09")
@@ -155,13 +156,22 @@ def test_a_beam_of_one_is_greedy():
 
 @pytest.mark.claim("ch09-length-penalty", paper="§6.1; GNMT §7",
                    title="长度惩罚 lp(Y) = ((5+|Y|)/6)^α",
-                   text="lp(1) = 1；α = 0.6 时 lp(10) ≈ 1.7329、lp(51) ≈ 3.8196；α = 0 时 lp ≡ 1（只比 Σ log p）")
+                   text="lp(1) = 1；α = 0.6 时 lp(10) ≈ 1.7329、lp(51) ≈ 3.8196；α = 0 时 lp ≡ 1（只比 Σ log p）；"
+                        "常数 5 让 lp 在短句上几乎不变：|Y| 从 1 到 2，纯 |Y|^0.6 除以 2^0.6 ≈ 1.52，lp 只除以 (7/6)^0.6 ≈ 1.10；"
+                        "|Y| = 10 时纯 |Y|^0.6 ≈ 3.98")
 def test_length_penalty_values():
     assert length_penalty(1, 0.6) == 1.0
     assert length_penalty(10, 0.6) == pytest.approx(1.7329, abs=5e-5)
     assert length_penalty(51, 0.6) == pytest.approx(3.8196, abs=5e-5)
     assert all(length_penalty(n, 0.0) == 1.0 for n in range(1, 60))
     assert_states(DERIVATION, "1.7329", "3.8196")
+    # the +5: from |Y| = 1 to 2 the score is divided by lp(2)/lp(1), against 2^α for a bare |Y|^α
+    step_lp = length_penalty(2, 0.6) / length_penalty(1, 0.6)
+    assert round(step_lp, 2) == 1.10 and round(2 ** 0.6, 2) == 1.52 and round(10 ** 0.6, 2) == 3.98
+    assert step_lp < 2 ** 0.6 and length_penalty(10, 0.6) < 10 ** 0.6        # the 5 flattens lp, it rewards length less
+    assert_states(DERIVATION, "2^{0.6}\\approx1.52", "(7/6)^{0.6}\\approx1.10", "10^{0.6}\\approx3.98",
+                  "不是去惩罚短译文")
+    assert "常数 5 让短句不至于被过度奖励" not in (DOCS / DERIVATION).read_text(encoding="utf-8")
 
 
 @pytest.mark.claim("ch09-short-bias", paper="§6.1",
@@ -256,6 +266,12 @@ def test_corpus_bleu_equals_sacrebleu():
         assert tokenize_13a(line) == tok(line.rstrip()).split()
     with pytest.raises(ValueError, match="same length"):
         corpus_bleu(["a", "b"], ["a"])
+    # the signature the page prints is the one sacreBLEU builds for these settings (sacrebleu/metrics/bleu.py)
+    metric = sacrebleu.BLEU()
+    metric.corpus_score(["a b c d"], [["a b c d"]])                          # the signature needs one evaluation
+    signature = str(metric.get_signature())
+    assert signature == f"nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:{sacrebleu.__version__}"
+    assert_states(BLEU_PAGE, signature, "BLEUSignature")
 
 
 @pytest.mark.claim("ch09-brevity-penalty", paper="Papineni et al. 2002",
@@ -544,9 +560,9 @@ def test_speculative_sampling_reproduces_the_target_distribution_exactly():
 
 
 @pytest.mark.claim("ch09-speculative-length", paper="Leviathan et al. 2023",
-                   title="一轮的期望产出词数 (1 − α^{γ+1}) / (1 − α)",
-                   text="每个位置的草稿与目标分布都相同时，接受率 α = Σ min(p, q) = 1 − TV(p, q)，精确枚举得到的每轮期望"
-                        "词数等于 (1 − α^{γ+1})/(1 − α)（γ = 1…3）；α = 0.8、γ = 5 时约 3.69")
+                   title="一轮的期望产出词数 (1 − a^{γ+1}) / (1 − a)",
+                   text="每个位置的草稿与目标分布都相同时，接受率 a = Σ min(p, q) = 1 − TV(p, q)，精确枚举得到的每轮期望"
+                        "词数等于 (1 − a^{γ+1})/(1 − a)（γ = 1…3）；a = 0.8、γ = 5 时约 3.69")
 def test_expected_tokens_per_round():
     vocab = 4
     p = torch.tensor([0.5, 0.2, 0.2, 0.1], dtype=F64)
@@ -586,16 +602,61 @@ def test_table2_training_cost_recomputed():
     assert_states(INDEX, "3.28\\cdot10^{18}", "2.30\\cdot10^{19}")
 
 
+SUPERSCRIPT = str.maketrans("⁰¹²³⁴⁵⁶⁷⁸⁹", "0123456789")
+
+
+def table2_costs() -> dict[str, dict[str, float]]:
+    """The training-cost table as the chapter's index page types it: {model: {"EN-DE": flops, "EN-FR": flops}}."""
+    text = (DOCS / INDEX).read_text(encoding="utf-8")
+    block = text.split("训练成本（FLOPs；", 1)[1].split("\n\n", 2)[1]
+    costs = {}
+    for line in block.splitlines()[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        costs[cells[0]] = {}
+        for pair, cell in zip(("EN-DE", "EN-FR"), cells[1:]):
+            if cell:
+                mantissa, exponent = cell.split("·10")
+                costs[cells[0]][pair] = float(f"{mantissa}e{exponent.translate(SUPERSCRIPT)}")
+    return costs
+
+
 @pytest.mark.claim("ch09-table2-fraction", paper="§6.1, 表 2",
                    title="「a fraction of the training cost」有多小",
                    text="big 的 2.3·10¹⁹ 是 EN-FR 单模型 MoE 1.2·10²⁰ 的 0.19、GNMT+RL 1.4·10²⁰ 的 0.16、ConvS2S 1.5·10²⁰ 的 0.15，"
-                        "都低于 1/4；28.4 − 26.36 = 2.04 > 2.0；base 的 3.3·10¹⁸ 是 EN-DE 最便宜的 ConvS2S 9.6·10¹⁸ 的 0.34")
+                        "都低于 1/4；28.4 − 26.36 = 2.04 > 2.0；base 的 3.3·10¹⁸ 是 EN-DE 最便宜的 ConvS2S 9.6·10¹⁸ 的 0.34；"
+                        "但 EN-DE 上 big 是 ConvS2S 单模型的 2.4 倍、MoE 的 1.15 倍、与 GNMT+RL 单模型相同，"
+                        "只对集成才是一小部分（ConvS2S 集成的 0.30、GNMT+RL 集成的 0.13）")
 def test_table2_fractions():
     big, base = training_flops(3.5 * 24, 8, "P100"), training_flops(12, 8, "P100")
-    en_fr = {"MoE": 1.2e20, "GNMT + RL": 1.4e20, "ConvS2S": 1.5e20}
+    costs = table2_costs()
+    assert costs["Transformer big"] == {"EN-DE": float(f"{big:.1e}"), "EN-FR": float(f"{big:.1e}")}
+    en_fr = {k: costs[k]["EN-FR"] for k in ("MoE", "GNMT + RL", "ConvS2S")}
     ratios = {k: round(float(f"{big:.1e}") / v, 2) for k, v in en_fr.items()}
     assert ratios == {"MoE": 0.19, "GNMT + RL": 0.16, "ConvS2S": 0.15} and max(ratios.values()) < 0.25
     assert round(28.4 - 26.36, 2) == 2.04
-    assert round(float(f"{base:.1e}") / 9.6e18, 2) == 0.34
+    assert round(float(f"{base:.1e}") / costs["ConvS2S"]["EN-DE"], 2) == 0.34
     assert_states(INDEX, "MoE（1.2·10²⁰）的0.19", "GNMT+RL（1.4·10²⁰）的0.16", "ConvS2S（1.5·10²⁰）的0.15",
                   "28.4-26.36=2.04", "ConvS2S（9.6·10¹⁸）的0.34")
+    # EN-DE: big against the earlier single models is not a fraction; against the ensembles it is
+    en_de = {k: round(costs["Transformer big"]["EN-DE"] / costs[k]["EN-DE"], 2)
+             for k in ("ConvS2S", "MoE", "GNMT + RL", "ConvS2S 集成", "GNMT + RL 集成")}
+    assert en_de == {"ConvS2S": 2.4, "MoE": 1.15, "GNMT + RL": 1.0, "ConvS2S 集成": 0.3, "GNMT + RL 集成": 0.13}
+    assert_states(INDEX, "ConvS2S单模型（9.6·10¹⁸）的2.4倍", "MoE（2.0·10¹⁹）的1.15倍", "GNMT+RL单模型（2.3·10¹⁹）**相同**",
+                  "ConvS2S集成7.7·10¹⁹的0.30", "GNMT+RL集成1.8·10²⁰的0.13")
+
+
+@pytest.mark.claim("ch09-table2-ensembles", paper="§6.1, 表 2",
+                   title="表 2 的集成按 8 个单模型计成本",
+                   text="表 2 的五个集成成本（Deep-Att、GNMT+RL 两列、ConvS2S 两列）都等于对应单模型成本的 8 倍，"
+                        "四舍五入到两位有效数字")
+def test_table2_ensembles_cost_eight_single_models():
+    costs = table2_costs()
+    ensembles = [k for k in costs if k.endswith(" 集成")]
+    assert sorted(ensembles) == ["ConvS2S 集成", "Deep-Att + PosUnk 集成", "GNMT + RL 集成"]
+    pairs = [(k, pair) for k in ensembles for pair in costs[k]]
+    assert len(pairs) == 5
+    for k, pair in pairs:
+        single = costs[k.removesuffix(" 集成")][pair]
+        assert float(f"{8 * single:.1e}") == costs[k][pair], (k, pair)
+        assert all(float(f"{m * single:.1e}") != costs[k][pair] for m in (7, 9)), (k, pair)
+    assert_states(INDEX, "8倍", "1.0·10²⁰→8.0·10²⁰", "9.6·10¹⁸→7.7·10¹⁹")

@@ -146,8 +146,13 @@ def test_renderer_writes_every_file(tmp_path, full):
     ch10_variations.render_sweep_table(data, tmp_path)
     table = (tmp_path / "ch10-variations.md").read_text(encoding="utf-8")
     assert "| 基线 | 168,192 | 2.816（2.591–3.041） |" in table
+    # the toy (C) width also moved d_ff: the table and the figure's labels say so, read from the results file
+    assert "| (C) d 64→32（d_ff 64） | 43,136 |" in table and "| (C) d 64→128（d_ff 256） | 664,064 |" in table
+    assert "| (C) 层 2→4 | " in table and "(C) 层 2→4（" not in table
     ch10_variations.render_sweep_figure(data, tmp_path)
     assert (tmp_path / "ch10-variations.svg").stat().st_size > 1000
+    svg = (tmp_path / "ch10-variations.svg").read_text(encoding="utf-8")
+    assert "d_ff 64" in svg and "d_ff 256" in svg
     ch10_variations.render_sweep_table([], tmp_path)
     assert "尚无测量结果" in (tmp_path / "ch10-variations.md").read_text(encoding="utf-8")
 

@@ -89,7 +89,8 @@ def test_every_row_matches_the_reader_model():
 
 @pytest.mark.claim("ch10-params-vocab", paper="§5.1、表 3", title="表 3 参数量的隐含词表：base 族约 41K，big 约 36K",
                    text="|V| = 37000 时有参数量的 11 行没有一行四舍五入到论文的值；|V| = 41000 时 base 族的 10 行全部对上，"
-                        "big 是 218.34M；|V| = 36000 时 big 对上（213.22M）")
+                        "big 是 218.34M；|V| = 36000 时 big 对上（213.22M）；逐行取交，base 族 10 行要求 |V| 在 40,932 到 41,160 之间"
+                        "（d_ff = 1024 行给下界、N = 4 行给上界），big 要求 35,296 到 36,272，两者不相交")
 def test_implied_vocabulary(tmp_path):
     reported = [r for r in table3() if r["params_m"] is not None]
     assert len(reported) == 11
@@ -100,6 +101,16 @@ def test_implied_vocabulary(tmp_path):
     assert round(row_param_count(big, 41000) / 1e6, 2) == 218.34 and not rounds_to(row_param_count(big, 41000), 213)
     assert rounds_to(row_param_count(big, 36000), 213) and round(row_param_count(big, 36000) / 1e6, 2) == 213.22
     assert_states(DERIVATION, "**没有一行**", "**全部**对上", "218.34M")
+    # the interval each row allows, intersected over the 10 base-family rows, and the big row's own interval
+    def allowed(r):                                        # each row allows one run of consecutive sizes
+        sizes = [v for v in range(30_000, 50_000) if rounds_to(row_param_count(r, v), r["params_m"])]
+        assert sizes == list(range(sizes[0], sizes[-1] + 1)), r
+        return sizes[0], sizes[-1]
+    low, high = max(allowed(r)[0] for r in family), min(allowed(r)[1] for r in family)
+    assert (low, high) == (40_932, 41_160)
+    assert allowed(row("C", d_ff=1024))[0] == low and allowed(row("C", N=4))[1] == high
+    assert allowed(big) == (35_296, 36_272) and allowed(big)[1] < low
+    assert_states(DERIVATION, "40,932到41,160之间", "d_{ff}=1024", "N=4", "35,296到36,272")
     ch10_variations.render_param_count([], tmp_path)
     table = (tmp_path / "ch10-param-count.md").read_text(encoding="utf-8")
     assert "| base | 65 | 63.08 | 65.13 ✔ | 62.57 |" in table and "| big | 213 | 214.25 | 218.34 | 213.22 ✔ |" in table

@@ -28,6 +28,17 @@ VARIANT_LABELS = {"base": "基线", "dk-4": "(B) d_k 16→4", "d-32": "(C) d 64�
                   "small-drop-0.1": "100 对，dropout 0.1", "small-drop-0.3": "100 对，dropout 0.3"}
 
 
+def variant_label(r: dict, variant: str) -> str:
+    """变体的短标签；改了 d_model 的变体若 d_ff 也随之改了（玩具的 (C) 宽度一次动了两个旋钮，
+    表 3 的 d 行不改 d_ff），从结果文件里读出新的 d_ff 写进标签。"""
+    label = VARIANT_LABELS[variant]
+    base = r["task"]["base_model"]
+    model = next(x["model"] for x in r["runs"] if x["variant"] == variant)
+    if model["d_model"] != base["d_model"] and model["d_ff"] != base["d_ff"]:
+        label += f"（d_ff {model['d_ff']}）"
+    return label
+
+
 def row_label(row: dict) -> str:
     """表 3 一行的短名：组 + 改了的那一列。"""
     if row["group"] in ("base", "big"):
@@ -88,7 +99,7 @@ def render_sweep_table(results: list[dict], out_dir: Path) -> None:
         write_text(out_dir, "ch10-variations.md", NO_RESULTS)
         return
     head = ["变体", "参数量", "评估困惑度", "训练困惑度", "准确率"]
-    rows = [[VARIANT_LABELS[s["variant"]], f"{s['params']:,}",
+    rows = [[variant_label(r, s["variant"]), f"{s['params']:,}",
              mean_range(_per_seed(r, s["variant"], "eval", "perplexity"), ".3f"),
              mean_range(_per_seed(r, s["variant"], "train_eval", "perplexity"), ".3f"),
              mean_range(_per_seed(r, s["variant"], "eval", "accuracy"), lambda x: f"{100 * x:.1f}%",
@@ -112,7 +123,7 @@ def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
         mean = sum(ppl) / len(ppl)
         ax.plot([mean, mean], [y - 0.3, y + 0.3], color="#555555", linewidth=1.5)
     ax.set_yticks(range(len(names)))
-    ax.set_yticklabels([VARIANT_LABELS[n] for n in reversed(names)])
+    ax.set_yticklabels([variant_label(r, n) for n in reversed(names)])
     ax.set_xlabel("评估集困惑度（越低越好）")
     ax.set_title(f"每个种子一个点，竖线是均值\n{r['config']['steps']} 步，{len(r['config']['seeds'])} 个种子")
     save_svg(fig, out_dir / "ch10-variations.svg", sources=[r])
@@ -130,7 +141,7 @@ def render_long_table(results: list[dict], out_dir: Path) -> None:
     head = ["变体", f"{full['config']['steps']} 步", f"{long['config']['steps']} 步"]
     rows = []
     for s in long["summary"]:
-        rows.append([VARIANT_LABELS[s["variant"]]]
+        rows.append([variant_label(long, s["variant"])]
                     + [mean_range(_per_seed(x, s["variant"], "eval", "perplexity"), ".3f") for x in (full, long)])
     text = (f"评估集困惑度，种子 {long['config']['seeds']} 的均值（最小–最大）。两次运行只差训练步数，"
             "其余设置、数据与种子都相同。\n\n")
