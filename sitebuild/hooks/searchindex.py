@@ -105,9 +105,16 @@ def _landing(location: str) -> bool:
     return re.fullmatch(r"chapters/[^/#]+", _page_key(location.split("#")[0])) is not None
 
 
+# An exercise notebook restates its chapter's 「动手练习」 section (both are written from the registry,
+# tools/exercises.py): the page's entries find the exercise; the notebook keeps only its own page entry.
+RESTATED_NOTEBOOKS = re.compile(r"notebooks/ch\d\d-exercises/#")
+
+
 def _indexed(entry: dict) -> bool:
     location = entry["location"]
     if "#" in location and _under(location, INCLUDED_ELSEWHERE):
+        return False
+    if RESTATED_NOTEBOOKS.match(location):
         return False
     return not (_landing(location) and location.partition("#")[2] in LANDING_OVERVIEW)
 

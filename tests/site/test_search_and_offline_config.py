@@ -18,7 +18,8 @@ from sitebuild.config import load, nav_pages
 from mkdocs.exceptions import PluginError
 
 from sitebuild.hooks.searchindex import (LANDING_OVERVIEW, PAGE_BOOST, RANKING, RESTATING, SECTION_BOOST, SPELLINGS,
-                                         _page_key, _under, clean_entry, glossary_homes, joined_terms, patch_worker,
+                                         _indexed, _page_key, _under, clean_entry, glossary_homes, joined_terms,
+                                         patch_worker,
                                          tex_to_text)
 from tests.support.search import load_queries, raw_markup
 from tests.support.sections import DOCS
@@ -119,6 +120,10 @@ def test_clean_entry():
     toy = clean_entry({"location": "chapters/x/code/#exp", "title": "t", "text": "<p>更低（\u200b平均差 -0.16 个点，"
                        "95% 区间 [-0.23, -0.09] 个点，3 个\u200b种子\u200b中 3 个\u200b同\u200b向\u200b：\u200b一致\u200b）。</p>"})
     assert toy["text"].replace("\u200b", "") == "<p>更低（一致）。</p>", toy["text"]
+    # an exercise notebook's sections restate the page's exercises: only its own entry is indexed
+    assert not _indexed({"location": "notebooks/ch03-exercises/#31-softmax", "title": "t", "text": ""})
+    assert _indexed({"location": "notebooks/ch03-exercises/", "title": "t", "text": ""})
+    assert _indexed({"location": "notebooks/ch03-experiments/#x", "title": "t", "text": ""})
     # an exercise keeps its statement and signature, not what is checked nor its hints
     exercise = clean_entry({"location": "chapters/x/code/#ex-rnn-step", "title": "练习 1.1",
                             "text": "<p>实现 RNN 的一步。</p> <ul> <li>签\u200b名：<code>rnn_step(x)</code></li> "
