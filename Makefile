@@ -30,7 +30,7 @@ VENV_STAMP := $(VENV)/.stamp-installed
 NODE_STAMP := node_modules/.stamp-installed
 KATEX_STAMP := $(KATEX_DIR)/.stamp-copied
 
-.PHONY: setup figures build serve test test-fast test-browser chapter probes experiments copy-task offline audit screenshots pdf deck release-notes clean
+.PHONY: setup figures build serve test test-fast test-browser test-gpu chapter probes experiments copy-task offline audit screenshots pdf deck release-notes clean
 
 setup: $(VENV_STAMP) $(NODE_STAMP) $(KATEX_STAMP)
 
@@ -85,6 +85,12 @@ test-fast: setup figures
 
 test-browser: setup figures
 	$(PYTEST) -m browser
+
+# On a CUDA machine with the venv: every reader-code test that takes the `device` fixture runs on the GPU
+# (the contract suite tests/contract/ and the chapter tests of 03, 04, 07, 12, 13 that build tensors), plus
+# the CUDA-only probe tests. --device cuda fails at start when CUDA is absent (conftest.py): no silent skips.
+test-gpu: $(VENV_STAMP)
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest --device cuda -m "not browser and not slow" -rs tests/contract tests/ch03 tests/ch04 tests/ch07 tests/ch12 tests/ch13 tests/probes/test_probes_cli.py::test_cuda_walltime_tiny tests/probes/test_probes_memory.py
 
 # Measurements (wall time is measured here, never asserted in a test).
 probes: $(VENV_STAMP)

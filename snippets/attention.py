@@ -54,6 +54,9 @@ def scaled_dot_product_attention(q, k, v, mask=None, check_inputs=True):
 
 
 # --8<-- [start:masks]
+VALUE_CHECKS = True  # 读数值的检查（如 lengths 的范围）；meta 张量没有数值，契约测试在 meta 上把它关掉
+
+
 def causal_mask(n, device=None):
     """因果掩码，形状 (n, n)：位置 i 只能看 j ≤ i，即对角线及其下方为 True。"""
     if not isinstance(n, int) or isinstance(n, bool):
@@ -79,7 +82,7 @@ def padding_mask(lengths, n):
         raise ValueError(f"lengths must have shape (batch,), got lengths {tuple(lengths.shape)}")
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be an int >= 1, got n={n!r}: lengths {tuple(lengths.shape)}")
-    if ((lengths < 0) | (lengths > n)).any():
+    if VALUE_CHECKS and ((lengths < 0) | (lengths > n)).any():
         raise ValueError(f"lengths must lie in [0, n={n}], got {lengths.tolist()}: lengths {tuple(lengths.shape)}")
     positions = torch.arange(n, device=lengths.device)  # (n,)
     return positions < lengths[:, None, None]  # (batch, 1, n)
@@ -253,7 +256,8 @@ def online_softmax_attention(q, k, v, block=128, mask=None):
 
     q (..., n_q, d_k)，k (..., n_k, d_k)，v (..., n_k, d_v)；block：块大小（正整数，可以不整除 n）。
     mask：可选，bool，True = 可以看，能广播到 (..., n_q, n_k)，按块切片使用。
-    只返回 out (..., n_q, d_v)：权重从不存下来。整行被遮住时该行输出为 0。
+    只返回 out (..., n_q, d_v)，与 q 同 dtype：权重从不存下来。整行被遮住时该行输出为 0。
+    m、l、acc 至少用 float32 累加（bf16/fp16 的输入也一样），只有写回 out 时才转回 q 的 dtype。
     """
     _check_qkv(q, k, v)
     if not isinstance(block, int) or isinstance(block, bool):
@@ -264,17 +268,18 @@ def online_softmax_attention(q, k, v, block=128, mask=None):
     _check_mask(mask, q.shape[:-2] + (n_q, n_k), _shapes(q=q, k=k, v=v))
     if mask is not None:
         mask = mask.expand(q.shape[:-2] + (n_q, n_k))  # 只是视图，不占 n_q × n_k 的新内存
+    acc_dtype = torch.promote_types(q.dtype, torch.float32)  # 累加的精度：至少 float32
     out = q.new_empty(q.shape[:-1] + v.shape[-1:])  # (..., n_q, d_v)
     for i in range(0, n_q, block):
-        q_blk = q[..., i:i + block, :] / math.sqrt(d_k)  # (..., bq, d_k)
-        m = q.new_full(q_blk.shape[:-1] + (1,), float("-inf"))  # (..., bq, 1) 行最大值
-        l = q.new_zeros(q_blk.shape[:-1] + (1,))  # (..., bq, 1) 指数和
-        acc = q.new_zeros(q_blk.shape[:-1] + v.shape[-1:])  # (..., bq, d_v) 未归一化输出
+        q_blk = q[..., i:i + block, :].to(acc_dtype) / math.sqrt(d_k)  # (..., bq, d_k)
+        m = q_blk.new_full(q_blk.shape[:-1] + (1,), float("-inf"))  # (..., bq, 1) 行最大值
+        l = q_blk.new_zeros(q_blk.shape[:-1] + (1,))  # (..., bq, 1) 指数和
+        acc = q_blk.new_zeros(q_blk.shape[:-1] + v.shape[-1:])  # (..., bq, d_v) 未归一化输出
         for j in range(0, n_k, block):
-            s = q_blk @ k[..., j:j + block, :].transpose(-2, -1)  # (..., bq, bk)
+            s = q_blk @ k[..., j:j + block, :].to(acc_dtype).transpose(-2, -1)  # (..., bq, bk)
             if mask is not None:
                 s = s.masked_fill(~mask[..., i:i + block, j:j + block], float("-inf"))
-            m, l, acc = online_softmax_update(m, l, acc, s, v[..., j:j + block, :])
+            m, l, acc = online_softmax_update(m, l, acc, s, v[..., j:j + block, :].to(acc_dtype))
         # out = acc / l；整行被遮住时 acc = l = 0，约定输出 0
         out[..., i:i + block, :] = acc / l.masked_fill(l == 0, 1.0)
     return out

@@ -1,8 +1,16 @@
-"""输入检查：snippets/rnn.py 与 snippets/lstm.py 共用的一个形状检查函数。
+"""输入检查：snippets/rnn.py 与 snippets/lstm.py 等共用的一个形状检查函数，以及契约测试用的开关。
 
 页面在展示完算法之后引入本文件的 imports、checks 两节；rnn.py、lstm.py 的小节在函数体里
 按名字调用 _check_tensor。测试：tests/ch01/test_ch01_bad_input.py。
+
+读数值的检查（lengths 的范围、词 id 是否越界、键的范数……）写成 ``if VALUE_CHECKS and …``：每个有这种
+检查的模块在它的小节里定义 ``VALUE_CHECKS = True``。PyTorch 的 meta 设备只有形状、没有数值，契约测试
+（tests/contract/）在 meta 上运行每个函数时，用下面各节之外的 ``values_unchecked()`` 把它们一起关掉，
+而不是让读者代码按设备分支。
 """
+
+import contextlib
+import sys
 
 # --8<-- [start:imports]
 import torch
@@ -29,3 +37,21 @@ def _check_tensor(name, t, meaning, shape, dtype=None):
     if tuple(t.shape) != expected:
         raise ValueError(f"{name} must have shape {meaning} = {expected}, got {got}")
 # --8<-- [end:checks]
+
+
+@contextlib.contextmanager
+def values_unchecked():
+    """在 with 块里关掉所有已导入的 snippets 模块中读数值的输入检查（它们的 VALUE_CHECKS），出块时恢复。
+
+    只给 meta 设备上的契约测试用（tests/contract/）：meta 张量没有数值，读不了。形状、dtype 的检查照旧。
+    """
+    modules = [m for name, m in list(sys.modules.items())
+               if (name == "snippets" or name.startswith("snippets.")) and hasattr(m, "VALUE_CHECKS")]
+    saved = [m.VALUE_CHECKS for m in modules]
+    for m in modules:
+        m.VALUE_CHECKS = False
+    try:
+        yield
+    finally:
+        for m, value in zip(modules, saved):
+            m.VALUE_CHECKS = value

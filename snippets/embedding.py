@@ -22,10 +22,13 @@ def one_hot_lookup(tokens: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
 
 # --8<-- [start:tying]
 def shared_parameter_groups(model: nn.Module) -> list[list[str]]:
-    """按存储地址（data_ptr）给参数分组：同一组里的几个名字指向同一块内存，只算一份参数。"""
+    """给共享的参数分组：同一组里的几个名字是同一个 nn.Parameter（同一块内存，data_ptr 相同），只算一份参数。
+
+    按参数对象分组，不按 data_ptr：meta 设备上每个张量的 data_ptr 都是 0，按它分组会把所有参数算成一组。
+    """
     groups: dict[int, list[str]] = {}
     for name, p in model.named_parameters(remove_duplicate=False):
-        groups.setdefault(p.data_ptr(), []).append(name)
+        groups.setdefault(id(p), []).append(name)
     return [names for names in groups.values() if len(names) > 1]
 # --8<-- [end:tying]
 

@@ -94,6 +94,7 @@ def hbm_accesses(n, d, sram_bytes, method, bytes_per_value=2):
 
 def hbm_closed_form(n, d, sram_bytes, method, bytes_per_value=2):
     """同一件事的闭式：standard = 4n² + 4nd；flash = 2nd + ⌈n/B_c⌉·(3nd + 4n) = Θ(n²d²/M)。"""
+    _check_hbm(n, d, sram_bytes, method, bytes_per_value)
     if method == "standard":
         return 4 * n * n + 4 * n * d
     _, b_c = flash_block_sizes(d, sram_bytes // bytes_per_value)

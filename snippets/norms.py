@@ -75,8 +75,8 @@ def layernorm_jacobian(u: torch.Tensor, gain: torch.Tensor | None = None,
     d = u.shape[0]
     s = torch.sqrt(u.var(unbiased=False) + eps)                     # 标量
     u_hat = (u - u.mean()) / s                                      # (d,)
-    one = torch.ones(d, dtype=u.dtype)
-    eye = torch.eye(d, dtype=u.dtype)
+    one = torch.ones(d, dtype=u.dtype, device=u.device)
+    eye = torch.eye(d, dtype=u.dtype, device=u.device)
     p = eye - torch.outer(one, one) / d - torch.outer(u_hat, u_hat) / d   # (d, d)
     j = p / s
     if gain is not None:
@@ -96,7 +96,7 @@ def rmsnorm_jacobian(x: torch.Tensor, gain: torch.Tensor | None = None,
     d = x.shape[0]
     r = torch.sqrt(x.pow(2).mean() + eps)
     x_hat = x / r
-    j = (torch.eye(d, dtype=x.dtype) - torch.outer(x_hat, x_hat) / d) / r
+    j = (torch.eye(d, dtype=x.dtype, device=x.device) - torch.outer(x_hat, x_hat) / d) / r
     if gain is not None:
         j = gain.to(x.dtype).unsqueeze(1) * j
     return j
@@ -115,12 +115,13 @@ def batchnorm_over_tokens(x: torch.Tensor, keep: torch.Tensor | None = None,
     if x.dim() != 3:
         raise ValueError(f"x must have shape (batch, n, d), got shape {tuple(x.shape)}")
     if keep is None:
-        keep = torch.ones(x.shape[:2], dtype=torch.bool)
+        keep = torch.ones(x.shape[:2], dtype=torch.bool, device=x.device)
     if keep.shape != x.shape[:2]:
         raise ValueError(f"keep must have shape (batch, n) = {tuple(x.shape[:2])}, got {tuple(keep.shape)}")
-    rows = x[keep]                                                  # (参与统计的词元数, d)
-    mu = rows.mean(dim=0)                                           # (d,) 每个特征一个均值
-    var = rows.var(dim=0, unbiased=False)                           # (d,) 每个特征一个方差
+    w = keep.unsqueeze(-1).to(x.dtype)                              # (batch, n, 1)：参与统计的位置为 1
+    count = w.sum(dim=(0, 1))                                       # 参与统计的词元数
+    mu = (x * w).sum(dim=(0, 1)) / count                            # (d,) 每个特征一个均值
+    var = ((x - mu).pow(2) * w).sum(dim=(0, 1)) / count             # (d,) 每个特征一个（有偏）方差
     return (x - mu) / torch.sqrt(var + eps)                         # (batch, n, d)
 # --8<-- [end:token-batchnorm]
 

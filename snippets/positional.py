@@ -32,12 +32,13 @@ def sinusoidal_positional_encoding(
         raise ValueError(f"max_len must be positive, got max_len={max_len}")
     if base <= 1:
         raise ValueError(f"base must be > 1, got base={base}")
-    pos = torch.arange(max_len, dtype=dtype).unsqueeze(1)                 # (max_len, 1)
-    two_i = torch.arange(0, d_model, 2, dtype=dtype)                      # (d_model/2,)
+    # 角度一律在 float64 里算，最后才转成 dtype：bf16 连位置 300 都存不准（存成 300 附近的 2 的倍数）
+    pos = torch.arange(max_len, dtype=torch.float64).unsqueeze(1)         # (max_len, 1)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)              # (d_model/2,)
     omega = torch.exp(-math.log(base) * two_i / d_model)                  # (d_model/2,)
     angle = pos * omega                                                   # (max_len, d_model/2)
     pe = torch.empty(max_len, d_model, dtype=dtype)
-    pe[:, 0::2] = torch.sin(angle)                                        # 偶数维：sin
+    pe[:, 0::2] = torch.sin(angle)                                        # 偶数维：sin（赋值时转成 dtype）
     pe[:, 1::2] = torch.cos(angle)                                        # 奇数维：cos
     return pe
 
@@ -54,9 +55,9 @@ def pe_offset_matrix(k: int, d_model: int, dtype: torch.dtype = torch.float64,
     """
     if d_model <= 0 or d_model % 2 != 0:
         raise ValueError(f"d_model must be a positive even number, got d_model={d_model}")
-    two_i = torch.arange(0, d_model, 2, dtype=dtype)
+    two_i = torch.arange(0, d_model, 2, dtype=torch.float64)              # 角度在 float64 里算
     omega = torch.exp(-math.log(base) * two_i / d_model)                  # (d_model/2,)
-    c, s = torch.cos(omega * k), torch.sin(omega * k)                     # (d_model/2,)
+    c, s = torch.cos(omega * k).to(dtype), torch.sin(omega * k).to(dtype)  # (d_model/2,)
     m = torch.zeros(d_model, d_model, dtype=dtype)
     idx = torch.arange(0, d_model, 2)
     m[idx, idx] = c

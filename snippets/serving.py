@@ -121,6 +121,10 @@ def kv_waste(lengths, max_len, block_size):
 
     连续预留：每个请求按 max_len 预留一整段；分页：每个请求占 ⌈len / block_size⌉ 个块。
     """
+    _check_positive(max_len=max_len, block_size=block_size)
+    if len(lengths) == 0 or any(isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= max_len
+                                for n in lengths):
+        raise ValueError(f"lengths must hold at least one int in [1, max_len={max_len}], got lengths={list(lengths)}")
     used = sum(lengths)
     contiguous = len(lengths) * max_len
     paged = sum(math.ceil(n / block_size) * block_size for n in lengths)
@@ -138,6 +142,10 @@ def simulate_batching(trace, policy, max_batch=16, record_lengths=False):
     """
     if policy not in ("static", "continuous"):
         raise ValueError(f"policy must be 'static' or 'continuous', got policy={policy!r}")
+    _check_positive(max_batch=max_batch)  # max_batch = 0 时谁也进不了批，下面的循环永远不结束
+    if not trace or any(out_len < 1 for _, _, out_len in trace):
+        raise ValueError(f"trace must hold at least one request, each with an output length >= 1, "
+                         f"got {len(trace)} requests")
     pending = sorted(trace)  # (到达, 提示, 输出)
     running, latency, lengths, step, tokens, busy = [], [], [], 0, 0, 0
     while pending or running:

@@ -8,7 +8,7 @@ imports、sdpa、checks 三节；所以下面的导入写在各节之外。测�
 import torch
 # --8<-- [end:imports]
 
-from snippets.attention import scaled_dot_product_attention  # noqa: E402  (页面先引入那几节)
+from snippets.attention import _check_qkv, scaled_dot_product_attention  # noqa: E402,F401  (页面先引入那几节)
 
 
 # --8<-- [start:window]
@@ -32,6 +32,7 @@ def sliding_window_attention(q, k, v, window):
     计算 O(n·w·d)、同时存在的分数 O(w²)，而不是 O(n²)；结果与带状掩码下的全注意力相同。
     q、k (..., n, d_k)，v (..., n, d_v)。
     """
+    _check_qkv(q, k, v)  # 第 01 章的检查：形状、dtype，空序列（n = 0）报错
     n = q.shape[-2]
     _check_window(n, window, 0)
     out = []
@@ -53,6 +54,7 @@ def rolling_cache_decode(q, k, v, window, sinks=0):
     每步把新的 k_t、v_t 放进缓存，超出 window 的最旧一项被覆盖；缓存大小 ≤ sinks + window，与 n 无关。
     输出与 sliding_window_mask(n, window, sinks) 下的全注意力相同。q、k (..., n, d_k)，v (..., n, d_v)。
     """
+    _check_qkv(q, k, v)
     n = q.shape[-2]
     _check_window(n, window, sinks)
     sink_k, sink_v = k[..., :0, :], v[..., :0, :]  # 汇点：一旦进入就不再移出
@@ -63,12 +65,11 @@ def rolling_cache_decode(q, k, v, window, sinks=0):
         if t < sinks:
             sink_k, sink_v = k[..., :t + 1, :], v[..., :t + 1, :]
         ring_k[..., t % window, :], ring_v[..., t % window, :] = k[..., t, :], v[..., t, :]  # 覆盖最旧的
-        filled = torch.arange(window) < min(t + 1, window)  # 还没写过的槽位不看
-        in_ring = torch.arange(window)  # 槽 s 里是位置 p ≡ s (mod w)、t − w < p ≤ t 的词元
-        pos = t - ((t - in_ring) % window)
-        keep = filled & (pos >= sinks)  # 已经作为汇点的词元不重复计入
-        keys = torch.cat([sink_k, ring_k[..., keep, :]], dim=-2)
-        vals = torch.cat([sink_v, ring_v[..., keep, :]], dim=-2)
+        # 槽 s 里是位置 p = t − ((t − s) mod w) 的词元；还没写过的槽（s > t）与已经作为汇点的词元（p < sinks）不看
+        keep = [s for s in range(min(t + 1, window)) if t - (t - s) % window >= sinks]
+        slots = torch.tensor(keep, dtype=torch.long, device=k.device)
+        keys = torch.cat([sink_k, ring_k.index_select(-2, slots)], dim=-2)
+        vals = torch.cat([sink_v, ring_v.index_select(-2, slots)], dim=-2)
         o, _ = scaled_dot_product_attention(q[..., t:t + 1, :], keys, vals)  # 一个查询看整个缓存
         out.append(o)
     return torch.cat(out, dim=-2)

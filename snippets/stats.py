@@ -47,6 +47,8 @@ def bootstrap_mean_interval(values, confidence=0.95, n_resamples=20000, seed=0):
     """
     x = [float(v) for v in values]
     n = len(x)
+    if n < 1 or not 0 < confidence < 1:
+        raise ValueError(f"need at least one value and 0 < confidence < 1, got {n} values, confidence={confidence}")
     tail = (1.0 - confidence) / 2
     if n <= EXACT_BOOTSTRAP_MAX_N:
         # 每个多重集合 {i1 ≤ i2 ≤ ... ≤ in} 出现的概率 = n! / (∏ 重数!) / n^n
@@ -106,6 +108,8 @@ def t_interval(values, confidence=0.95):
     """均值的 t 区间：mean ± t_{(1+c)/2, n-1} · s / √n（假设差值近似正态）。"""
     x = [float(v) for v in values]
     n = len(x)
+    if n < 2 or not 0 < confidence < 1:  # 一个值估计不了波动：summarize 这时不给区间
+        raise ValueError(f"need at least two values and 0 < confidence < 1, got {n} values, confidence={confidence}")
     mean = sum(x) / n
     s = math.sqrt(sum((v - mean) ** 2 for v in x) / (n - 1))
     half = t_quantile((1.0 + confidence) / 2, n - 1) * s / math.sqrt(n)

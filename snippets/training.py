@@ -47,10 +47,12 @@ def label_smoothed_nll(logits: torch.Tensor, target: torch.Tensor, eps: float = 
     if not 0.0 <= eps < 1.0:
         raise ValueError(f"eps must be in [0, 1), got eps={eps} (logits {tuple(logits.shape)})")
     keep = target != ignore_index                                   # (N,)
+    if not keep.any():                                              # 否则空的平均 = NaN（PyTorch 返回 NaN）
+        raise ValueError(f"every target equals ignore_index={ignore_index}: no position to average over ({got})")
     logp = F.log_softmax(logits[keep], dim=-1)                      # (N', K)
     nll = -logp.gather(-1, target[keep].unsqueeze(-1)).squeeze(-1)  # (N',)  −log p_y
     uniform_ce = -logp.mean(dim=-1)                                 # (N',)  −(1/K) Σ_k log p_k
-    return ((1.0 - eps) * nll + eps * uniform_ce).mean()            # 全被忽略时是 nan，与 PyTorch 相同
+    return ((1.0 - eps) * nll + eps * uniform_ce).mean()            # 至少一个位置（上面检查过）
 # --8<-- [end:label-smoothing]
 
 
@@ -103,6 +105,10 @@ def adam_step(params, grads, state: dict, lr: float, betas=(0.9, 0.98), eps: flo
     weight_decay：decoupled=False 是 Adam 的 L2（把 λθ 加进梯度，再被 √v̂ 缩放）；
     decoupled=True 是 AdamW（θ ← θ − lr·λ·θ，不经过 √v̂）。state 初始为 {}。
     """
+    params, grads = list(params), list(grads)
+    if len(grads) != len(params) or len(state.get("m", params)) != len(params):
+        raise ValueError(f"params, grads and state['m'] must have one entry per parameter, got {len(params)} params, "
+                         f"{len(grads)} grads, {len(state.get('m', params))} moments")
     beta1, beta2 = betas
     t = state["t"] = state.get("t", 0) + 1
     if "m" not in state:

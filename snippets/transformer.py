@@ -64,6 +64,9 @@ class TokenEmbedding(nn.Module):
         return nn.functional.embedding(tokens, self.weight) * self.scale
 
 
+VALUE_CHECKS = True  # 读数值的检查（词 id 是否越界）；meta 张量没有数值，契约测试在 meta 上把它关掉
+
+
 def check_token_ids(tokens: torch.Tensor, vocab_size: int, name: str) -> None:
     """词 id 必须是 (batch, n) 的整数张量，取值在 [0, vocab_size)。"""
     if not isinstance(tokens, torch.Tensor):
@@ -75,7 +78,7 @@ def check_token_ids(tokens: torch.Tensor, vocab_size: int, name: str) -> None:
         )
     if tokens.dim() != 2:
         raise ValueError(f"{name} must have shape (batch, n), got shape {tuple(tokens.shape)}")
-    if tokens.numel() > 0 and tokens.device.type != "meta":
+    if VALUE_CHECKS and tokens.numel() > 0:
         lo, hi = int(tokens.min()), int(tokens.max())
         if lo < 0 or hi >= vocab_size:
             raise ValueError(

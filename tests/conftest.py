@@ -47,6 +47,17 @@ def pytest_collection_modifyitems(items):
 
 
 @pytest.fixture(scope="session")
+def device(request):
+    """The torch device of ``pytest --device`` (default cpu; the root conftest.py checks it exists).
+
+    Reader-code tests whose result does not depend on the device build their tensors and modules on it;
+    ``make test-gpu`` runs them with ``--device cuda``."""
+    import torch
+
+    return torch.device(request.config.getoption("--device"))
+
+
+@pytest.fixture(scope="session")
 def shared(tmp_path_factory, worker_id) -> Path:
     """A folder all xdist workers of this run share (tests/support/shared.py)."""
     return shared_dir(tmp_path_factory, worker_id)

@@ -137,8 +137,8 @@ def test_scale_can_be_folded_into_w_q_but_changes_adam_steps():
 # ---------------------------------------------------------------------------- the Jacobian
 @pytest.mark.claim("ch03-jacobian-autograd", paper="§3.2.1",
                    text="softmax_jacobian 给出的 diag(p) − p pᵀ 与 torch.autograd.functional.jacobian 在 float64 下相差 < 1e-12（含批维度）")
-def test_softmax_jacobian_equals_autograd():
-    z = 3 * torch.randn(2, 3, 7, generator=gen(1), dtype=F64)
+def test_softmax_jacobian_equals_autograd(device):
+    z = 3 * torch.randn(2, 3, 7, generator=gen(1), dtype=F64).to(device)
     mine = softmax_jacobian(z)  # (2, 3, 7, 7)
     assert mine.shape == (2, 3, 7, 7)
     for b in range(2):
@@ -276,8 +276,8 @@ def test_entropy_grows_with_the_number_of_keys():
 # ---------------------------------------------------------------------------- stable softmax, overflow
 @pytest.mark.claim("ch03-stable-softmax", paper="§3.2.1",
                    text="减去最大值的 softmax 与 log-softmax 在 float64 下与 torch.softmax / torch.log_softmax 相差 < 1e-12")
-def test_stable_softmax_equals_torch():
-    z = 10 * torch.randn(6, 5, 33, generator=gen(7), dtype=F64)
+def test_stable_softmax_equals_torch(device):
+    z = 10 * torch.randn(6, 5, 33, generator=gen(7), dtype=F64).to(device)
     assert (stable_softmax(z) - torch.softmax(z, dim=-1)).abs().max().item() < 1e-12
     assert (stable_log_softmax(z) - torch.log_softmax(z, dim=-1)).abs().max().item() < 1e-12
 

@@ -184,18 +184,18 @@ def test_gqa_with_g_equal_h_is_mha():
 
 @pytest.mark.claim("ch04-gqa-torch", paper="§3.2.2",
                    text="GroupedQueryAttention 的注意力部分与 PyTorch 的 F.scaled_dot_product_attention(..., enable_gqa=True) 在 float64 下相差小于 1e-12（h = 8，g ∈ {1, 2, 4, 8}，带与不带因果掩码）")
-def test_gqa_matches_torch_enable_gqa():
-    x = rand(2, 6, 64, seed=11)
+def test_gqa_matches_torch_enable_gqa(device):
+    x = rand(2, 6, 64, seed=11).to(device)
     for kv_heads in (1, 2, 4, 8):
         torch.manual_seed(kv_heads)
-        g = GroupedQueryAttention(64, 8, kv_heads).double()
+        g = GroupedQueryAttention(64, 8, kv_heads).double().to(device)
         q = g.w_q(x).view(2, 6, 8, 8).transpose(1, 2)
         k = g.w_k(x).view(2, 6, kv_heads, 8).transpose(1, 2)  # only kv_heads heads go in
         v = g.w_v(x).view(2, 6, kv_heads, 8).transpose(1, 2)
         for causal in (False, True):
             ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
             ref = g.w_o(ref.transpose(1, 2).reshape(2, 6, 64))
-            ours, _ = g(x, x, x, causal_mask(6) if causal else None)
+            ours, _ = g(x, x, x, causal_mask(6, device=device) if causal else None)
             assert (ours - ref).abs().max() < 1e-12
 
 

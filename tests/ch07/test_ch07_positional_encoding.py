@@ -186,9 +186,9 @@ def test_rope_score_depends_only_on_the_offset():
 
 @pytest.mark.claim("ch07-rope-norm", paper="RoFormer (Su et al. 2021)",
                    text="apply_rope 保持每个向量的范数：每一对维度只是被转了一个角度")
-def test_rope_preserves_norms():
-    x = torch.randn(3, 2, 50, 32, generator=gen(5), dtype=F64)
-    y = apply_rope(x, positions=torch.arange(50) * 37)
+def test_rope_preserves_norms(device):
+    x = torch.randn(3, 2, 50, 32, generator=gen(5), dtype=F64).to(device)
+    y = apply_rope(x, positions=torch.arange(50, device=device) * 37)
     assert (y.norm(dim=-1) - x.norm(dim=-1)).abs().max().item() < 1e-12
     pair = y.unflatten(-1, (16, 2)).norm(dim=-1) - x.unflatten(-1, (16, 2)).norm(dim=-1)
     assert pair.abs().max().item() < 1e-12

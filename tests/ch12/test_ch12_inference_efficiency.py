@@ -58,8 +58,8 @@ CASES = [(False, 64, 64, 16, 16), (False, 37, 53, 16, 24), (False, 1, 100, 8, 32
                         "因果与非因果、n 不是块大小的倍数、n_q ≠ n_k（非因果），各种块大小；"
                         "换块大小只改变浮点求和的顺序，结果相差 < 1e-12")
 @pytest.mark.parametrize("causal,n_q,n_k,block_q,block_k", CASES)
-def test_flash_equals_sdpa(causal, n_q, n_k, block_q, block_k):
-    q, k, v = qkv(n_q, n_k)
+def test_flash_equals_sdpa(causal, n_q, n_k, block_q, block_k, device):
+    q, k, v = (t.to(device) for t in qkv(n_q, n_k))
     out, _ = flash_attention(q, k, v, causal=causal, block_q=block_q, block_k=block_k)
     ref = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
     assert (out - ref).abs().max().item() < 1e-10
@@ -320,11 +320,11 @@ def mla_model(seed=0, d_model=48, n_heads=4, d_head=8, d_latent=12, d_rope=6):
                    title="MLA：吸收后的计算 = 朴素计算",
                    text="MultiHeadLatentAttention 的 forward(x, absorbed=True) 只用缓存里的 c 与 k^R，"
                         "与先升维出 K、V 的 forward(x) 在 float64 下相差 < 1e-10（三组随机权重，n 从 1 到 17）")
-def test_mla_absorbed_equals_naive():
+def test_mla_absorbed_equals_naive(device):
     for seed in range(3):
-        m = mla_model(seed)
+        m = mla_model(seed).to(device)
         for n in (1, 5, 17):
-            x = torch.randn(2, n, 48, dtype=F64)
+            x = torch.randn(2, n, 48, dtype=F64).to(device)
             assert (m(x, absorbed=True) - m(x)).abs().max().item() < 1e-10
 
 

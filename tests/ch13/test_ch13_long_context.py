@@ -11,6 +11,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from snippets.attention import MultiHeadAttention, scaled_dot_product_attention
+from snippets.checks import values_unchecked
 from snippets.linear_attention import (decay_linear_attention_parallel, decay_linear_attention_recurrent,
                                        delta_rule_chunked, delta_rule_recurrent, delta_rule_step,
                                        elu_feature_map, linear_attention_chunked, linear_attention_parallel,
@@ -40,7 +41,7 @@ def qkv(n, d=8, d_v=6, batch=(2, 3), seed=0):
 
 def causal_full(q, k, v):
     n = q.shape[-2]
-    return scaled_dot_product_attention(q, k, v, torch.ones(n, n, dtype=torch.bool).tril())[0]
+    return scaled_dot_product_attention(q, k, v, torch.ones(n, n, dtype=torch.bool, device=q.device).tril())[0]
 
 
 # ---------- 预算 ----------
@@ -78,12 +79,12 @@ def test_budget(n, d):
                    text="sliding_window_mask 恰是 0 ≤ i − j < w；sliding_window_attention 只算 O(n·w) 个分数，"
                         "与带状掩码下的全注意力在 float64 下相差 < 1e-10（w = 1 到 w > n）")
 @pytest.mark.parametrize("n,w", [(19, 1), (19, 3), (33, 8), (20, 50)])
-def test_window_equal(n, w):
+def test_window_equal(n, w, device):
     mask = sliding_window_mask(n, w)
     i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
     assert torch.equal(mask, (i - j >= 0) & (i - j < w))
-    q, k, v = qkv(n)
-    ref = scaled_dot_product_attention(q, k, v, mask)[0]
+    q, k, v = (t.to(device) for t in qkv(n))
+    ref = scaled_dot_product_attention(q, k, v, mask.to(device))[0]
     assert (sliding_window_attention(q, k, v, w) - ref).abs().max().item() < 1e-10
 
 
@@ -160,8 +161,8 @@ def test_moba(n, block):
                    text="linear_attention_parallel、linear_attention_recurrent 与 linear_attention_chunked（任何 chunk ≥ 1）"
                         "在 float64 下相差 < 1e-10，o_t = Σ_{s≤t} (q_t·k_s) v_s")
 @pytest.mark.parametrize("chunk", [1, 3, 8, 17, 100])
-def test_linear_forms(chunk):
-    q, k, v = qkv(17, seed=4)
+def test_linear_forms(chunk, device):
+    q, k, v = (t.to(device) for t in qkv(17, seed=4))
     par = linear_attention_parallel(q, k, v)
     direct = torch.stack([sum((q[..., t, :] * k[..., s, :]).sum(-1, keepdim=True) * v[..., s, :]
                               for s in range(t + 1)) for t in range(17)], dim=-2)
@@ -353,14 +354,19 @@ def test_delta_rule_key_and_beta_edges(dtype):
 
 
 def test_linear_attention_on_meta_device():
-    """Every tensor made inside follows the input's device; the value checks of the delta rule skip meta tensors."""
+    """Every tensor made inside follows the input's device; the delta rule's value checks are switched off for meta
+    tensors by snippets.checks.values_unchecked() (meta tensors have no values), and stay on outside it."""
     q, k, v = (torch.empty(2, 3, 10, d, device="meta") for d in (8, 8, 5))
     a = torch.empty(2, 3, 10, device="meta")
     assert semiseparable_mask(a).device.type == "meta" and semiseparable_mask(a).shape == (2, 3, 10, 10)
-    for out in (decay_linear_attention_parallel(q, k, v, a), decay_linear_attention_recurrent(q, k, v, a),
+    with values_unchecked():
+        outs = (decay_linear_attention_parallel(q, k, v, a), decay_linear_attention_recurrent(q, k, v, a),
                 delta_rule_recurrent(q, k, v, a), delta_rule_chunked(q, k, v, a, 4),
-                linear_attention_chunked(q, k, v, 3)):
+                linear_attention_chunked(q, k, v, 3))
+    for out in outs:
         assert out.device.type == "meta" and out.shape == (2, 3, 10, 5)
+    with pytest.raises(RuntimeError, match="meta"):  # the checks are back on: they try to read the values
+        delta_rule_recurrent(q, k, v, a)
 
 
 @pytest.mark.claim("ch13-capacity", paper="Schlag et al. 2021",
@@ -397,8 +403,8 @@ def test_capacity(d_k, n_pairs):
                         "与全注意力（因果与非因果）在 float64 下相差 < 1e-10，P = 1 到 P = n")
 @pytest.mark.parametrize("n_devices", [1, 2, 3, 7, 19])
 @pytest.mark.parametrize("causal", [False, True])
-def test_ring(n_devices, causal):
-    q, k, v = qkv(19, seed=10)
+def test_ring(n_devices, causal, device):
+    q, k, v = (t.to(device) for t in qkv(19, seed=10))
     ref = causal_full(q, k, v) if causal else scaled_dot_product_attention(q, k, v)[0]
     assert (ring_attention(q, k, v, n_devices, causal=causal) - ref).abs().max().item() < 1e-10
 
