@@ -263,6 +263,10 @@ def test_renderer_writes_every_file(tmp_path, full):
     assert f"| 普通残差 | {base['params']:,} | {base['val_loss_mean']:.4f}（" in table
     assert "400 步" in table
     assert (tmp_path / "attention-residuals-alpha.svg").stat().st_size > 1000
+    depth = (tmp_path / "attention-residuals.svg").read_text(encoding="utf-8")
+    for title in ("每个子层的输入有多大", "每个子层写出的输出有多大（论文图 5(b) 的量）", "每个子层的梯度"):
+        assert title in depth, title
+
     assert "尚无测量结果" in (tmp_path / "attention-residuals-long.md").read_text(encoding="utf-8")
     ch11_attnres.render_table([], tmp_path)
     assert "尚无测量结果" in (tmp_path / "attention-residuals.md").read_text(encoding="utf-8")

@@ -5,12 +5,14 @@ test_ch11_experiments.py."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import pytest
 import torch
 
-from snippets.residual_stream import (AttnResDecoder, block_attnres_two_phase, depth_attention, depth_weights,
-                                      inter_block_phase)
+from snippets.norms import RMSNorm, rmsnorm_jacobian
+from snippets.residual_stream import (AttnResDecoder, block_attnres_two_phase, depth_attention, depth_attention_cached,
+                                      depth_weights, inter_block_phase, rms_keys)
 from snippets.transformer import count_parameters
 from tests.support.pages import assert_states, chapter
 
@@ -54,6 +56,155 @@ def test_fresh_model_starts_from_the_average():
         assert torch.allclose(h, torch.stack(srcs[:j + 1]).mean(0), atol=1e-12)
         assert torch.allclose(h * (j + 1), sum(srcs[:j + 1]), atol=1e-11)
     assert torch.allclose(tr["final"], torch.stack(srcs).mean(0), atol=1e-12)
+
+
+def shared_weights(n_blocks=None, n_layers=3, d=16, seed=0, eps=0.0):
+    """同一组权重的 Pre-LN 基线与零初始化的 AttnRes（Full 或 Block），float64；eps 是模型里每个 RMSNorm 的 ε。"""
+    torch.manual_seed(seed)
+    base = AttnResDecoder(13, n_layers, d, 2, 2 * d, residual="standard").double()
+    attn = AttnResDecoder(13, n_layers, d, 2, 2 * d, n_blocks=n_blocks).double()
+    missing, unexpected = attn.load_state_dict(base.state_dict(), strict=False)
+    assert sorted(missing) == ["key_gains", "queries"] and not unexpected
+    for model in (base, attn):
+        for m in model.modules():
+            if isinstance(m, RMSNorm):
+                m.eps = eps
+    return base, attn
+
+
+@pytest.mark.claim("ch11-init-equals-prenorm", paper="AttnRes §5",
+                   title="零初始化的 AttnRes 就是 Pre-LN 基线",
+                   text="同样的权重下，伪查询为零的 AttnResDecoder（Full、Block N = 3、N = 1）与 pre-RMSNorm 的普通残差模型"
+                        "是同一个函数：RMSNorm 的 ε = 0 时 float64 下 logits 相差 < 1e-12，对共享权重的梯度相差 < 1e-10；"
+                        "ε = 1e-6（默认）时只差 ε 的影响（< 1e-4）")
+def test_zero_init_attnres_is_the_prenorm_baseline():
+    x = torch.randint(0, 13, (2, 7), generator=gen(3))
+    for n_blocks in (None, 3, 1):
+        base, attn = shared_weights(n_blocks)
+        logits_base, logits_attn = base(x), attn(x)
+        assert (logits_attn - logits_base).abs().max() < 1e-12
+        logits_base.square().sum().backward()
+        logits_attn.square().sum().backward()
+        grads = dict(attn.named_parameters())
+        for name, p in base.named_parameters():
+            assert (grads[name].grad - p.grad).abs().max() < 1e-10 * (1 + p.grad.abs().max()), name
+        # 每个子层的输入是基线残差流除以来源数：尺度被随后的 RMSNorm 除掉
+        base(x, record=True)
+        attn(x, record=True)
+        counts = [a.shape[0] for a in attn.trace["alphas"]]
+        for h_base, h_attn, k in zip(base.trace["inputs"] + [base.trace["final"]],
+                                     attn.trace["inputs"] + [attn.trace["final"]], counts):
+            assert torch.allclose(h_attn * k, h_base, atol=1e-12)
+        # 默认 ε 下只差 ε 的影响；一旦伪查询离开零，就是另一个函数
+        base, attn = shared_weights(n_blocks, eps=1e-6)
+        assert 0 < (attn(x) - base(x)).abs().max() < 1e-4
+        with torch.no_grad():
+            attn.queries.normal_(generator=gen(4))
+        assert (attn(x) - base(x)).abs().max() > 1e-3
+    assert_states(ATTNRES, "就是Pre-LN基线")
+
+
+@pytest.mark.claim("ch11-preln-jacobian", paper="AttnRes §2.1; Curse of Depth",
+                   title="Pre-LN 一个子层的雅可比：I 加上按 1/rms(h) 缩小的分支",
+                   text="pre-RMSNorm 子层 h ↦ h + f(RMSNorm(h)) 的雅可比恰为 I + J_f·J_RMS(h)（误差 < 1e-12）；"
+                        "把 h 放大 c 倍（c = 4），分支项 J − I 的谱范数恰好缩小 c 倍（ε = 0）：h 越大，这一层越接近恒等")
+def test_preln_block_jacobian_tends_to_identity():
+    torch.manual_seed(0)
+    model = AttnResDecoder(13, 1, 16, 2, 32, residual="standard").double()
+    norm, ffn = model.norms[1], model.sublayers[1]                    # 位置逐个独立的 FFN 子层
+    norm.eps = 0.0
+    with torch.no_grad():
+        norm.gain.uniform_(0.5, 1.5, generator=gen(5))
+    h = torch.randn(16, generator=gen(6), dtype=F64) * 3
+    block = lambda v: v + ffn(norm(v))                                                   # noqa: E731
+    jac = torch.autograd.functional.jacobian(block, h)
+    a = norm(h).detach()
+    j_f = torch.autograd.functional.jacobian(ffn, a)
+    eye = torch.eye(16, dtype=F64)
+    assert (jac - (eye + j_f @ rmsnorm_jacobian(h, norm.gain.detach(), eps=0.0))).abs().max() < 1e-12
+    branch = torch.linalg.matrix_norm(jac - eye, ord=2)
+    scaled = torch.linalg.matrix_norm(torch.autograd.functional.jacobian(block, 4 * h) - eye, ord=2)
+    assert abs(scaled * 4 / branch - 1) < 1e-12
+    assert_states(DERIVATION, r"\frac{\partial h_{l+1}}{\partial h_l}=I+J_{f_l}\,J_{\mathrm{RMS}}(h_l)")
+
+
+@pytest.mark.claim("ch11-attnres-gradient", paper="AttnRes §3.1",
+                   title="没有恒等路径，梯度怎样到达早层",
+                   text="h = Σ α_i v_i 对来源 v_i 的梯度恰为 α_i·g + α_i·(g·(v_i − h))·J_RMS(v_i)ᵀ(w⊙γ)（与自动求导相差 < 1e-12，"
+                        "ε = 0）：第一项是按权重分到的直接路径，第二项经过 softmax；伪查询为零时第二项为零，梯度恰为 g/K")
+def test_attnres_gradient_reaches_every_source():
+    k, d = 5, 8
+    v = torch.randn(k, d, generator=gen(7), dtype=F64) * torch.tensor([1.0, 3.0, 0.5, 2.0, 1.0], dtype=F64)[:, None]
+    g = torch.randn(d, generator=gen(8), dtype=F64)                   # 上游梯度 ∂L/∂h
+    gain = torch.rand(d, generator=gen(9), dtype=F64) + 0.5
+    for scale in (0.0, 1.0):
+        w = scale * torch.randn(d, generator=gen(10), dtype=F64)
+        values = v.clone().requires_grad_(True)
+        h = depth_attention(values, w, gain, eps=0.0)
+        (h @ g).backward()
+        alpha = depth_weights(v, w, gain, eps=0.0)
+        h = h.detach()
+        for i in range(k):
+            expected = alpha[i] * g + alpha[i] * (g @ (v[i] - h)) * (rmsnorm_jacobian(v[i], eps=0.0).T @ (w * gain))
+            assert (values.grad[i] - expected).abs().max() < 1e-12
+        if scale == 0.0:
+            assert torch.allclose(values.grad, (g / k).expand(k, d), atol=1e-15)
+    assert_states(ATTNRES, r"\frac{\partial\mathcal L}{\partial v_i}")
+
+
+@pytest.mark.claim("ch11-activation-memory", paper="AttnRes §3.1",
+                   title="Full AttnRes 的激活内存：随深度线性，外加 L²/2 个权重",
+                   text="反向传播要留下的激活（saved-tensor 钩子，按存储去重，不计参数），AttnResDecoder 的 Full AttnRes 比同样积木的"
+                        "普通残差每个词元多出的个数，对子层数 L = 4、8、16 的 L² 系数恰为 1/2（d = 16 与 32 相同，是 softmax 权重）；"
+                        "每层 stack 一次全部来源的写法，系数是 1.5d + 1；缓存键的写法与 stack 的写法输出相同（< 1e-12）")
+def test_full_attnres_activation_memory_is_linear_in_depth():
+    def saved_per_token(model, x):
+        params = {p.untyped_storage().data_ptr() for p in model.parameters()}
+        storages = {}
+
+        def pack(t):
+            st = t.untyped_storage()
+            if st.data_ptr() not in params:
+                storages[st.data_ptr()] = st.nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            model(x)
+        return sum(storages.values()) // (x.numel() * 8)                 # float64：每个词元多少个数
+
+    x = torch.randint(0, 11, (2, 8), generator=gen(0))
+    for d in (16, 32):
+        extra = {}
+        for n_layers in (2, 4, 8):
+            torch.manual_seed(0)
+            full = AttnResDecoder(11, n_layers, d, 2, 2 * d).double()
+            base = AttnResDecoder(11, n_layers, d, 2, 2 * d, residual="standard").double()
+            extra[2 * n_layers] = saved_per_token(full, x) - saved_per_token(base, x)
+        # e(L) = a·L² + b·L + c：L = 4、8、16 时 a = (e16 − 3e8 + 2e4) / 96
+        quadratic = Fraction(extra[16] - 3 * extra[8] + 2 * extra[4], 96)
+        assert quadratic == Fraction(1, 2), (d, extra)
+    # 缓存键的写法与「每层 stack 一次」的写法是同一个运算
+    v = sources(6, (2, 3))
+    q, gain = torch.randn(8, generator=gen(11), dtype=F64), torch.rand(8, generator=gen(12), dtype=F64) + 0.5
+    h, alpha = depth_attention_cached(list(v), [rms_keys(t) for t in v], q, gain)
+    assert (h - depth_attention(v, q, gain)).abs().max() < 1e-12
+    assert (alpha - depth_weights(v, q, gain)).abs().max() < 1e-12
+    assert_states(ATTNRES, "L^2/2")
+
+
+@pytest.mark.claim("ch11-gain-fold", paper="AttnRes §3.1", title="2d 个参数，d 个自由度",
+                   text="logit 只依赖 w⊙γ：depth_weights(v, w, γ) 与 depth_weights(v, w⊙γ) 相差 < 1e-14；"
+                        "伪查询为零时键的 RMSNorm 增益的梯度恰为 0，伪查询的梯度不为 0")
+def test_gain_and_query_are_one_parameter():
+    v = sources(5)
+    w, gain = torch.randn(8, generator=gen(13), dtype=F64), torch.rand(8, generator=gen(14), dtype=F64) + 0.5
+    assert (depth_weights(v, w, gain) - depth_weights(v, w * gain)).abs().max() < 1e-14
+    w0 = torch.zeros(8, dtype=F64, requires_grad=True)
+    g0 = gain.clone().requires_grad_(True)
+    target = torch.randn(2, 3, 8, generator=gen(15), dtype=F64)
+    (depth_attention(v, w0, g0) * target).sum().backward()
+    assert torch.equal(g0.grad, torch.zeros(8, dtype=F64)) and w0.grad.abs().max() > 1e-3
+    assert_states(ATTNRES, "只有d个自由度")
 
 
 @pytest.mark.claim("ch11-scale-invariance", paper="AttnRes §3.1", title="权重不随来源的尺度变化",
@@ -109,8 +260,26 @@ def test_bad_input_names_the_argument():
         depth_attention(v, torch.zeros(8, dtype=F64), gain=torch.ones(9, dtype=F64))
     with pytest.raises(ValueError, match=r"at least one source.*\(0, 2, 3, 8\)"):
         depth_attention(v[:0], torch.zeros(8, dtype=F64))
-    with pytest.raises(ValueError, match=r"values must have shape \(S, \.\.\., d\)"):
+    with pytest.raises(ValueError, match=r"values must have shape \(K, \.\.\., d\)"):
         depth_attention(torch.zeros(8, dtype=F64), torch.zeros(8, dtype=F64))
+    # 缓存键的写法：来源与键一一对应、形状相同
+    keys = [rms_keys(t) for t in v]
+    with pytest.raises(ValueError, match=r"one key per source: len\(values\)=5, len\(keys\)=4"):
+        depth_attention_cached(list(v), keys[:4], torch.zeros(8, dtype=F64))
+    with pytest.raises(ValueError, match=r"keys\[2\] must have shape \(2, 3, 8\) like values\[0\].*got keys\[2\] \(2, 3, 7\)"):
+        depth_attention_cached(list(v), keys[:2] + [keys[2][..., :7]] + keys[3:], torch.zeros(8, dtype=F64))
+    with pytest.raises(ValueError, match=r"non-empty lists"):
+        depth_attention_cached([], [], torch.zeros(8, dtype=F64))
+    # 两阶段：先查 queries、gains 的形状，再取下标（空的 queries 不是 IndexError）
+    blocks = sources(3)
+    with pytest.raises(ValueError, match=r"queries must hold at least one query.*\(0, 8\)"):
+        inter_block_phase(blocks, torch.zeros(0, 8, dtype=F64))
+    with pytest.raises(ValueError, match=r"gains must have shape \(S, d\) like queries \(2, 8\).*got gains \(3, 8\)"):
+        inter_block_phase(blocks, torch.zeros(2, 8, dtype=F64), gains=torch.ones(3, 8, dtype=F64))
+    with pytest.raises(ValueError, match=r"queries must have shape \(S, d\).*got queries \(8,\)"):
+        inter_block_phase(blocks, torch.zeros(8, dtype=F64))
+    with pytest.raises(ValueError, match=r"at least one block.*\(0, 2, 3, 8\)"):
+        inter_block_phase(blocks[:0], torch.zeros(2, 8, dtype=F64))
     with pytest.raises(ValueError, match=r"residual must be"):
         AttnResDecoder(8, 2, 8, 2, 16, residual="dense")
     with pytest.raises(ValueError, match=r"n_blocks must be an int in \[1, 4\]"):
