@@ -14,6 +14,7 @@ from snippets.norms import RMSNorm, rmsnorm_jacobian
 from snippets.residual_stream import (AttnResDecoder, block_attnres_two_phase, depth_attention, depth_attention_cached,
                                       depth_weights, inter_block_phase, rms_keys)
 from snippets.transformer import count_parameters
+from snippets.experiments.attention_residuals import MODEL as TOY_MODEL
 from tests.support.pages import assert_states, chapter
 
 CH11 = chapter("11")
@@ -125,7 +126,7 @@ def test_preln_block_jacobian_tends_to_identity():
     branch = torch.linalg.matrix_norm(jac - eye, ord=2)
     scaled = torch.linalg.matrix_norm(torch.autograd.functional.jacobian(block, 4 * h) - eye, ord=2)
     assert abs(scaled * 4 / branch - 1) < 1e-12
-    assert_states(DERIVATION, r"\frac{\partial h_{l+1}}{\partial h_l}=I+J_{f_l}\,J_{\mathrm{RMS}}(h_l)")
+    assert_states(DERIVATION, r"\frac{\partial h_{l+1}}{\partial h_l}=I+J_{F_l}J_{RMS}(h_l)", "恰好缩小c倍")
 
 
 @pytest.mark.claim("ch11-attnres-gradient", paper="AttnRes §3.1",
@@ -354,14 +355,17 @@ def test_block_extremes():
 
 
 @pytest.mark.claim("ch11-param-overhead", paper="AttnRes §3.1", title="每个 AttnRes 运算多 2d 个参数",
-                   text="AttnResDecoder 比同样积木的普通残差模型多 (2·n_layers + 1)·2d 个参数："
-                        "每个子层前的 AttnRes 一个伪查询和一个 RMSNorm 增益（2d），外加输出层前的一个")
+                   text="AttnResDecoder 比同样积木的普通残差模型多 (L + 1)·2d 个参数（L = 2·n_layers 个子层，即 (2L_b + 1)·2d）："
+                        "每个子层前的 AttnRes 一个伪查询和一个 RMSNorm 增益（2d），外加输出层前的一个；玩具模型（L = 8、d = 48）多 864 个")
 def test_parameter_overhead():
     for n_layers, d, n_blocks in ((2, 16, None), (3, 32, 3), (4, 64, 4)):
         attn = AttnResDecoder(50, n_layers, d, 4, 2 * d, n_blocks=n_blocks)
         base = AttnResDecoder(50, n_layers, d, 4, 2 * d, residual="standard")
-        assert count_parameters(attn) - count_parameters(base) == (2 * n_layers + 1) * 2 * d
-    assert_states(ATTNRES, "(2L+1)·2d")
+        sublayers = attn.n_sublayers                                   # 本章的 L
+        assert count_parameters(attn) - count_parameters(base) == (sublayers + 1) * 2 * d
+    toy = {"full": AttnResDecoder(**TOY_MODEL), "base": AttnResDecoder(**TOY_MODEL, residual="standard")}
+    assert count_parameters(toy["full"]) - count_parameters(toy["base"]) == 864
+    assert_states(ATTNRES, r"(L+1)\cdot2d", r"(2L_b+1)\cdot2d", "是864个")
 
 
 @pytest.mark.claim("ch11-source-count", paper="AttnRes §3.2, §5", title="读多少个来源：O(L²) 对 O(N²)",
@@ -377,7 +381,16 @@ def test_source_counts():
     counts = [a.shape[0] for a in block.trace["alphas"]]
     assert len(full) == len(counts) == 55 and sum(full) == 55 * 56 // 2 == 1540
     assert max(counts) == 10 and counts[-1] == 10 and sum(counts) == 325
-    assert_states(ATTNRES, "1540", "325", "10个来源")
+
+    def two_phase(counts, group):
+        """第一阶段每组只读一遍组开始时已有的来源；第二阶段每层只读组内新增的；最后输出层汇总一次。"""
+        starts = range(0, len(counts) - 1, group)
+        phase1 = sum(counts[j0] for j0 in starts)
+        phase2 = sum(counts[j] - counts[j - j % group] for j in range(len(counts) - 1))
+        return phase1 + phase2 + counts[-1]
+
+    assert (two_phase(counts, block.block_size), two_phase(full, 6)) == (100, 415)
+    assert_states(ATTNRES, "1540", "325", "10个来源", "约读100个", "约读415个")
 
 
 # ---------------------------------------------------------------------------- the paper's numbers
@@ -405,7 +418,11 @@ def test_compute_equivalent_ratio():
     assert_states(INDEX, "1.891", "1.870", "1.865", "0.057", "0.058")
     # 每个数都在它的式子里：C = 5.6 代入两条拟合式，解出的 C，比值
     assert_states(ATTNRES, r"1.891\times5.6^{-0.057}\approx1.714", r"1.870\times5.6^{-0.058}\approx1.692",
-                  r"\Big)^{1/0.057}\approx7.02", r"\frac{7.02}{5.6}&\approx1.25")
+                  r"\frac{1.891}{1.6922}\Big)^{1/0.057}\approx7.02", r"\frac{7.02}{5.6}&\approx1.25")
+    # 代入四舍五入后的 1.692：7.03，比值 1.256
+    rounded = compute_for_loss("baseline", 1.692)
+    assert (round(block, 4), round(rounded, 2), round(rounded / 5.6, 3)) == (1.6922, 7.03, 1.256)
+    assert_states(ATTNRES, "得7.03，比值1.256")
 
 
 def compute_ratio(variant: str, compute: float, baseline=TABLE2_FITS["baseline"]) -> float:
@@ -455,6 +472,33 @@ def test_gpqa_single_run_standard_error():
     assert 1.9 < 7.5 / se < 2.3
     assert_states(ATTNRES, r"\sqrt{0.4\times0.6/198}\approx3.5", "只有198道题")
     assert_states(INTERVIEW, "只有198道题", "约3.5个点")
+
+
+# 表 1：每个词元、每层、残差机制本身的读写（以 d 为单位的系数；mHC 另有与 d 无关的 2m² + 4m）
+def table1_io(n_blocks=8, block=16, streams=4):
+    n, s, m = n_blocks, block, streams
+    reads_writes = {
+        "standard": [(2, 1)],                                          # 残差合并：读 2d，写 d
+        "block": [(n / s, 1), (3, 1)],                                 # 第一阶段（摊到 S 层）、第二阶段
+        "full": [(n - 1, 1), (s - 1, 1)],                              # 附录 B 的两阶段排程
+        "mhc": [(m, 0), (m, 1), (1, m), (m, m), (2 * m, m)],           # 算 α、β、A；用 α、β、A；合并
+    }
+    return {k: sum(r + w for r, w in rows) for k, rows in reads_writes.items()}
+
+
+@pytest.mark.claim("ch11-table1-io", paper="AttnRes 表 1、§4.2", title="表 1：残差路径的读写，对照普通残差的 3d",
+                   text="表 1 的典型值（L = 128、N = 8、S = 16、m = 4）：普通残差 3d、Block AttnRes (N/S + 5)d = 5.5d、"
+                        "Full AttnRes 两阶段 (S + N)d = 24d、mHC (8m + 2)d ≈ 34d；Block 约是普通残差的 1.8 倍；"
+                        "预填充 15 GB 按序列切分后每设备约 1.9 GB，16K 分块后 < 0.3 GB")
+def test_table1_residual_io():
+    io = table1_io()
+    assert io == {"standard": 3, "block": 5.5, "full": 24, "mhc": 34}
+    assert io["block"] == 8 / 16 + 5 and io["full"] == 16 + 8 and io["mhc"] == 8 * 4 + 2
+    assert round(io["block"] / io["standard"], 1) == 1.8
+    # 15 GB → 1.9 GB 是按 8 个设备切；再分块到 16K（128K 的 1/8）
+    assert round(15 / 8, 1) == 1.9 and 15 / 8 * 16 / 128 < 0.3
+    assert_states(ATTNRES, "|普通残差|3d|3d|", "|BlockAttnRes|(N/S+5)d|5.5d|", "(S+N)d|24d|", "约34d|",
+                  "约是它的1.8倍", "0.3GB以下")
 
 
 TABLE3 = {"MMLU": (73.5, 74.6), "MMLU-Pro": (52.2, 52.2), "GPQA-Diamond": (36.9, 44.4), "BBH": (76.3, 78.0),

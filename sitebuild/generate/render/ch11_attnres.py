@@ -98,7 +98,7 @@ def render_depth_figure(results: list[dict], out_dir: Path) -> None:
     legend_below(top, ncol=3)
     middle.set_xlabel("子层 l（奇数 = 注意力，偶数 = FFN）")
     middle.set_ylabel("输出 f_l(h_l) 的均方根")
-    middle.set_title("每个子层写出的输出有多大（论文图 5(b) 的量）")
+    middle.set_title("每个子层写出的输出有多大（论文图 5(b) 看的是输出）")
     middle.set_ylim(bottom=0)
     legend_below(middle, ncol=3)
     bottom.set_xlabel("子层 l（奇数 = 注意力，偶数 = FFN）")
