@@ -153,11 +153,19 @@ def test_attnres_gradient_reaches_every_source():
     assert_states(ATTNRES, r"\frac{\partial\mathcal L}{\partial v_i}")
 
 
+def stacked_attention(values, keys, query, gain=None):
+    """「每层 stack 一次」的写法：与 depth_attention_cached 同样的输入输出，来源先叠成 (K, ..., d)。"""
+    stack = torch.stack(list(values))                                 # (K, ..., d)：每层一份副本
+    alpha = depth_weights(stack, query, gain)
+    return (alpha.unsqueeze(-1) * stack).sum(dim=0), alpha
+
+
 @pytest.mark.claim("ch11-activation-memory", paper="AttnRes §3.1",
                    title="Full AttnRes 的激活内存：随深度线性，外加 L²/2 个权重",
                    text="反向传播要留下的激活（saved-tensor 钩子，按存储去重，不计参数），AttnResDecoder 的 Full AttnRes 比同样积木的"
                         "普通残差每个词元多出的个数，对子层数 L = 4、8、16 的 L² 系数恰为 1/2（d = 16 与 32 相同，是 softmax 权重）；"
-                        "每层 stack 一次全部来源的写法，系数是 1.5d + 1；缓存键的写法与 stack 的写法输出相同（< 1e-12）")
+                        "每层 stack 一次全部来源的写法，系数是 1.5d + 1（d = 16 时 25，d = 32 时 49）；"
+                        "缓存键的写法与 stack 的写法输出相同（< 1e-12）")
 def test_full_attnres_activation_memory_is_linear_in_depth():
     def saved_per_token(model, x):
         params = {p.untyped_storage().data_ptr() for p in model.parameters()}
@@ -184,13 +192,23 @@ def test_full_attnres_activation_memory_is_linear_in_depth():
         # e(L) = a·L² + b·L + c：L = 4、8、16 时 a = (e16 − 3e8 + 2e4) / 96
         quadratic = Fraction(extra[16] - 3 * extra[8] + 2 * extra[4], 96)
         assert quadratic == Fraction(1, 2), (d, extra)
+        # 对照：每层把全部来源 stack 成一个张量（论文图 2 的写法）
+        stacked = {}
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr("snippets.residual_stream.depth_attention_cached", stacked_attention)
+            for n_layers in (2, 4, 8):
+                torch.manual_seed(0)
+                full = AttnResDecoder(11, n_layers, d, 2, 2 * d).double()
+                base = AttnResDecoder(11, n_layers, d, 2, 2 * d, residual="standard").double()
+                stacked[2 * n_layers] = saved_per_token(full, x) - saved_per_token(base, x)
+        assert Fraction(stacked[16] - 3 * stacked[8] + 2 * stacked[4], 96) == Fraction(3 * d, 2) + 1, (d, stacked)
     # 缓存键的写法与「每层 stack 一次」的写法是同一个运算
     v = sources(6, (2, 3))
     q, gain = torch.randn(8, generator=gen(11), dtype=F64), torch.rand(8, generator=gen(12), dtype=F64) + 0.5
     h, alpha = depth_attention_cached(list(v), [rms_keys(t) for t in v], q, gain)
     assert (h - depth_attention(v, q, gain)).abs().max() < 1e-12
     assert (alpha - depth_weights(v, q, gain)).abs().max() < 1e-12
-    assert_states(ATTNRES, "L^2/2")
+    assert_states(ATTNRES, "L^2/2", "d=16时是25，d=32时是49，即1.5d+1")
 
 
 @pytest.mark.claim("ch11-gain-fold", paper="AttnRes §3.1", title="2d 个参数，d 个自由度",
