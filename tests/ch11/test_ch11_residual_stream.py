@@ -102,7 +102,7 @@ def test_zero_init_attnres_is_the_prenorm_baseline():
         with torch.no_grad():
             attn.queries.normal_(generator=gen(4))
         assert (attn(x) - base(x)).abs().max() > 1e-3
-    assert_states(ATTNRES, "就是Pre-LN基线")
+    assert_states(ATTNRES, "零初始化的AttnRes就是Pre-LN基线", "logits相差<1e-12，梯度相差<1e-10")
 
 
 @pytest.mark.claim("ch11-preln-jacobian", paper="AttnRes §2.1; Curse of Depth",
