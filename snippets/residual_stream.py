@@ -26,47 +26,68 @@ from torch import nn
 def depth_weights(values, query, gain=None, eps=1e-6):
     """深度注意力的权重：α_s = softmax_s(query · rmsnorm(values[s]))，每个位置各算各的。
 
-    values (S, ..., d)：S 个深度来源（嵌入、各子层的输出或块摘要）叠在第 0 维；
+    values (K, ..., d)：K 个深度来源（嵌入、各子层的输出或块摘要）叠在第 0 维；
     query (d,)：这个子层的伪查询 w_l，一个参数，不由隐藏状态算出；gain (d,)：键的 RMSNorm 增益。
-    返回 α (S, ...)：沿第 0 维（深度）归一化，不是沿词元。
+    返回 α (K, ...)：沿第 0 维（深度）归一化，不是沿词元。
     """
     _check_depth_inputs(values, query, gain)
-    rms = torch.sqrt(values.pow(2).mean(dim=-1, keepdim=True) + eps)   # (S, ..., 1)
-    keys = values / rms                                                # (S, ..., d)：只归一化键
+    rms = torch.sqrt(values.pow(2).mean(dim=-1, keepdim=True) + eps)   # (K, ..., 1)
+    keys = values / rms                                                # (K, ..., d)：只归一化键
     if gain is not None:
         keys = keys * gain
-    logits = keys @ query                                              # (S, ...)：没有 1/√d，没有温度
-    return torch.softmax(logits, dim=0)                                # (S, ...)：对深度做 softmax
+    logits = keys @ query                                              # (K, ...)：没有 1/√d，没有温度
+    return torch.softmax(logits, dim=0)                                # (K, ...)：对深度做 softmax
 
 
 def depth_attention(values, query, gain=None, eps=1e-6):
-    """h = Σ_s α_s · values[s]：键 = 值，值不归一化；query 为零时 α = 1/S，h 是各来源的平均。"""
-    alpha = depth_weights(values, query, gain, eps)                    # (S, ...)
+    """h = Σ_s α_s · values[s]：键 = 值，值不归一化；query 为零时 α = 1/K，h 是各来源的平均。"""
+    alpha = depth_weights(values, query, gain, eps)                    # (K, ...)
     return (alpha.unsqueeze(-1) * values).sum(dim=0)                   # (..., d)
+
+
+def rms_keys(value, eps=1e-6):
+    """一个来源的键 k̂ = v / rms(v)（不带增益的 RMSNorm）。每个来源只算一次，此后每一层复用。"""
+    return value / torch.sqrt(value.pow(2).mean(dim=-1, keepdim=True) + eps)   # (..., d)
+
+
+def depth_attention_cached(values, keys, query, gain=None):
+    """与 depth_attention 相同的 h 与 α，但来源不叠成一个张量：模型里用这个写法。
+
+    values：K 个来源 [(..., d)]；keys：它们的 rms_keys，事先算好、跨层复用。
+    logit_s = k̂_s · (w ⊙ g)：增益并进查询（起作用的只有 w ⊙ g）。h 逐个来源累加，
+    反向传播只为这一层留下 K 个权重（每个位置 K 个标量），不再复制一份全部来源。
+    返回 h (..., d) 与 α (K, ...)。
+    """
+    _check_cached_inputs(values, keys, query, gain)
+    q = query if gain is None else query * gain                        # (d,)
+    logits = torch.stack([k @ q for k in keys])                        # (K, ...)：没有 1/√d
+    alpha = torch.softmax(logits, dim=0)                               # (K, ...)：对深度做 softmax
+    h = alpha[0].unsqueeze(-1) * values[0]                             # (..., d)
+    for a, v in zip(alpha[1:], values[1:]):
+        h = h + a.unsqueeze(-1) * v                                    # 累加，不 stack
+    return h, alpha
 # --8<-- [end:depth-attention]
 
 
 # --8<-- [start:two-phase]
 def inter_block_phase(blocks, queries, gains=None, eps=1e-6):
-    """第一阶段：一个块里 S 个子层的伪查询一次算完对 N 个已完成块摘要的注意力（还没归一化）。
+    """第一阶段：第 n 块里 S 个子层的伪查询一次算完对 n 个已完成块摘要的注意力（还没归一化）。
 
-    blocks (N, ..., d)：b_0（嵌入）… b_{n−1}；queries (S, d)；gains (S, d) 或 None。
+    blocks (n, ..., d)：b_0（嵌入）… b_{n−1}；queries (S, d)；gains (S, d) 或 None。
     返回 m (S, ...)：每行最大 logit；z (S, ...) = Σ_j exp(logit_j − m)；acc (S, ..., d) = Σ_j exp(logit_j − m)·b_j。
     """
-    _check_depth_inputs(blocks, queries[0], None if gains is None else gains[0])
-    d = blocks.shape[-1]
-    _check_tensor("queries", queries, "(S, d)", (None, d))
-    rms = torch.sqrt(blocks.pow(2).mean(dim=-1, keepdim=True) + eps)   # (N, ..., 1)
-    keys = blocks / rms                                                # (N, ..., d)
+    _check_phase_inputs(blocks, queries, gains)
+    rms = torch.sqrt(blocks.pow(2).mean(dim=-1, keepdim=True) + eps)   # (n, ..., 1)
+    keys = blocks / rms                                                # (n, ..., d)
     q = queries if gains is None else queries * gains                  # (S, d)：增益并进查询，一次矩阵乘
-    logits = torch.einsum("sd,n...d->sn...", q, keys)                  # (S, N, ...)
+    logits = torch.einsum("sd,n...d->sn...", q, keys)                  # (S, n, ...)
     m = logits.max(dim=1).values                                       # (S, ...)
-    p = torch.exp(logits - m.unsqueeze(1))                             # (S, N, ...)
+    p = torch.exp(logits - m.unsqueeze(1))                             # (S, n, ...)
     return m, p.sum(dim=1), torch.einsum("sn...,n...d->s...d", p, blocks)
 
 
 def merge_partial(m, z, acc, partial, query, gain=None, eps=1e-6):
-    """第二阶段的一步：把块内部分和 partial (..., d) 当作第 N+1 个来源，用在线 softmax 并进第一阶段的一行。
+    """第二阶段的一步：把块内部分和 partial (..., d) 当作第 n+1 个来源，用在线 softmax 并进第一阶段的一行。
 
     m、z (...) 与 acc (..., d) 是第一阶段里这个子层的那一行；partial 为 None（块内第一层）时直接归一化。
     """
@@ -82,7 +103,7 @@ def merge_partial(m, z, acc, partial, query, gain=None, eps=1e-6):
 
 
 def block_attnres_two_phase(blocks, sublayers, queries, gains=None, eps=1e-6):
-    """一个块的两阶段计算。blocks (N, ..., d)；sublayers：块内 S 个子层 f_i（(..., d) -> (..., d)）；
+    """一个块的两阶段计算。blocks (n, ..., d)：已完成的 n 个块摘要；sublayers：块内 S 个子层 f_i（(..., d) -> (..., d)）；
     queries (S, d)。返回各子层的输入 [h_1 … h_S] 和这个块的摘要 b_n = Σ_i f_i(h_i)。"""
     m, z, acc = inter_block_phase(blocks, queries, gains, eps)         # 第一阶段：与块内计算无关，可批量
     partial, inputs = None, []
@@ -173,22 +194,22 @@ class AttnResDecoder(nn.Module):
             final = h
         else:
             done, partial = [x0], None                                          # 已完成的块摘要；当前块的部分和
+            keys = [rms_keys(x0)]                                               # 已完成来源的键：每个只算一次
             for j in range(self.n_sublayers):
-                sources = torch.stack(done + ([] if partial is None else [partial]))   # (S_j, batch, n, d)
-                h = depth_attention(sources, self.queries[j], self.key_gains[j])       # (batch, n, d)
-                if record:
-                    alphas.append(depth_weights(sources, self.queries[j], self.key_gains[j]))
+                values = done + ([] if partial is None else [partial])          # K_j 个来源，各 (batch, n, d)
+                ks = keys + ([] if partial is None else [rms_keys(partial)])    # 部分和每层都变，它的键现算
+                h, alpha = depth_attention_cached(values, ks, self.queries[j], self.key_gains[j])  # (batch, n, d)
+                alphas.append(alpha)                                            # (K_j, batch, n)
                 inputs.append(h)
                 out = self._sublayer(j, h, mask, weights)
                 outputs.append(out)
                 partial = out if partial is None else partial + out             # 块内：普通求和
                 if (j + 1) % self.block_size == 0 or j + 1 == self.n_sublayers:
                     done.append(partial)                                        # 块结束：摘要 b_n
+                    keys.append(rms_keys(partial))
                     partial = None
-            sources = torch.stack(done)                                         # 输出层汇总所有来源
-            final = depth_attention(sources, self.queries[-1], self.key_gains[-1])
-            if record:
-                alphas.append(depth_weights(sources, self.queries[-1], self.key_gains[-1]))
+            final, alpha = depth_attention_cached(done, keys, self.queries[-1], self.key_gains[-1])  # 输出层汇总
+            alphas.append(alpha)
         if record:
             self.trace = {"x0": x0, "inputs": inputs, "outputs": outputs, "final": final,
                           "alphas": alphas, "attention": weights}
@@ -201,17 +222,50 @@ VALUE_CHECKS = True  # 读数值的检查（掩码的对角线与上三角）；
 
 
 def _check_depth_inputs(values, query, gain):
-    """values (S, ..., d) 至少一个来源；query、gain 都是 (d,)。"""
+    """values (K, ..., d) 至少一个来源；query、gain 都是 (d,)。"""
     if not isinstance(values, torch.Tensor) or values.dim() < 2:
         shape = tuple(values.shape) if isinstance(values, torch.Tensor) else type(values).__name__
-        raise ValueError(f"values must have shape (S, ..., d) with the depth sources on dim 0, got {shape}")
-    _check_tensor("values", values, "(S, ..., d)", (None,) * values.dim())
+        raise ValueError(f"values must have shape (K, ..., d) with the depth sources on dim 0, got {shape}")
+    _check_tensor("values", values, "(K, ..., d)", (None,) * values.dim())
     if values.shape[0] < 1:
-        raise ValueError(f"values must hold at least one source (S >= 1), got values {tuple(values.shape)}")
+        raise ValueError(f"values must hold at least one source (K >= 1), got values {tuple(values.shape)}")
     d = values.shape[-1]
     _check_tensor("query", query, f"(d,) with d = values.shape[-1] = {d}", (d,))
     if gain is not None:
         _check_tensor("gain", gain, f"(d,) with d = values.shape[-1] = {d}", (d,))
+
+
+def _check_cached_inputs(values, keys, query, gain):
+    """values、keys：同样长度（≥ 1）的来源列表，每个张量形状相同 (..., d)；query、gain 都是 (d,)。"""
+    if not isinstance(values, (list, tuple)) or not isinstance(keys, (list, tuple)) or len(values) < 1:
+        raise ValueError(f"values and keys must be non-empty lists of sources (..., d), got "
+                         f"{type(values).__name__} of length {len(values) if hasattr(values, '__len__') else '?'}")
+    if len(keys) != len(values):
+        raise ValueError(f"keys must hold one key per source: len(values)={len(values)}, len(keys)={len(keys)}")
+    shape = tuple(values[0].shape)
+    for name, group in (("values", values), ("keys", keys)):
+        for s, t in enumerate(group):
+            _check_tensor(f"{name}[{s}]", t, f"{shape} like values[0]", shape)
+    d = shape[-1]
+    _check_tensor("query", query, f"(d,) with d = values[0].shape[-1] = {d}", (d,))
+    if gain is not None:
+        _check_tensor("gain", gain, f"(d,) with d = values[0].shape[-1] = {d}", (d,))
+
+
+def _check_phase_inputs(blocks, queries, gains):
+    """blocks (n, ..., d) 至少一个块；queries (S, d) 至少一行；gains 与 queries 同形状或 None。先查形状，再取下标。"""
+    if not isinstance(blocks, torch.Tensor) or blocks.dim() < 2:
+        got = tuple(blocks.shape) if isinstance(blocks, torch.Tensor) else type(blocks).__name__
+        raise ValueError(f"blocks must have shape (n, ..., d) with the completed blocks on dim 0, got {got}")
+    _check_tensor("blocks", blocks, "(n, ..., d)", (None,) * blocks.dim())
+    if blocks.shape[0] < 1:
+        raise ValueError(f"blocks must hold at least one block (b_0), got blocks {tuple(blocks.shape)}")
+    d = blocks.shape[-1]
+    _check_tensor("queries", queries, f"(S, d) with S >= 1 and d = blocks.shape[-1] = {d}", (None, d))
+    if queries.shape[0] < 1:
+        raise ValueError(f"queries must hold at least one query (S >= 1), got queries {tuple(queries.shape)}")
+    if gains is not None:
+        _check_tensor("gains", gains, f"(S, d) like queries {tuple(queries.shape)}", tuple(queries.shape))
 
 
 def _check_decoder_mask(mask, n):

@@ -109,9 +109,11 @@ def test_toy_loss(full):
 
 
 @pytest.mark.claim("ch11-toy-magnitude", paper="AttnRes 图 5", results="results/attention-residuals.json",
-                   title="玩具模型：普通残差的输入随深度变大，AttnRes 的有界",
+                   title="玩具模型：输入的大小说明不了稀释，输出的大小分不出",
                    text="400 步、3 个种子：普通残差送往输出层的输入的均方根在 3 个种子上都至少是第一个子层输入的 2 倍（「一致」）；"
-                        "Full 与 Block AttnRes 嵌入之后每个子层的输入都比嵌入本身的均方根小（「一致」）")
+                        "Full 与 Block AttnRes 嵌入之后每个子层的输入都比嵌入本身的均方根小（「一致」），这是凸组合加上"
+                        "各子层输出都比嵌入小的结果；Full AttnRes 输出最大的子层是第 6、8、1 个，最后一个子层的输出比普通残差的小"
+                        "「不足以下结论」（Block 也是）")
 def test_toy_magnitude(full):
     for r in runs(full, "baseline"):
         assert r["input_rms"][-1] >= 2 * r["input_rms"][0]
@@ -126,6 +128,19 @@ def test_toy_magnitude(full):
         bounded = within(full, variant, lambda r: r["input_rms"][0], lambda r: max(r["input_rms"][1:]))
         assert (bounded.verdict, bounded.sign) == ("一致", -1)
         assert_reading(CODE, fragment, bounded, stated=plain(bounded))
+    # 输入小于嵌入的经验原因：AttnRes 每个子层的输出都比嵌入小（逐词元的凸组合界只管到来源）
+    for v in ("full", "block"):
+        for r in runs(full, v):
+            assert max(r["output_rms"]) < r["input_rms"][0]
+    # 论文图 5(b) 的量：输出的大小
+    argmax = [r["output_rms"].index(max(r["output_rms"])) + 1 for r in runs(full, "full")]
+    assert argmax == [6, 8, 1]
+    assert_states(CODE, "是第6、8、1个")
+    last = lambda r: r["output_rms"][-1]                                            # noqa: E731
+    for variant, fragment in (("full", "看不出 Full AttnRes 最后一个子层的输出"), ("block", "Block AttnRes 也看不出（")):
+        c = paired(full, "baseline", variant, last)
+        assert (c.verdict, c.sign) == ("不足以下结论", -1)
+        assert_reading(CODE, fragment, c, stated=plain(c))
 
 
 @pytest.mark.claim("ch11-toy-grad", paper="AttnRes 图 5", results="results/attention-residuals.json",
@@ -263,6 +278,10 @@ def test_renderer_writes_every_file(tmp_path, full):
     assert f"| 普通残差 | {base['params']:,} | {base['val_loss_mean']:.4f}（" in table
     assert "400 步" in table
     assert (tmp_path / "attention-residuals-alpha.svg").stat().st_size > 1000
+    depth = (tmp_path / "attention-residuals.svg").read_text(encoding="utf-8")
+    for title in ("每个子层的输入有多大", "每个子层写出的输出有多大（论文图 5(b) 看的是输出）", "每个子层的梯度"):
+        assert title in depth, title
+
     assert "尚无测量结果" in (tmp_path / "attention-residuals-long.md").read_text(encoding="utf-8")
     ch11_attnres.render_table([], tmp_path)
     assert "尚无测量结果" in (tmp_path / "attention-residuals.md").read_text(encoding="utf-8")

@@ -2,8 +2,8 @@
 
 - attention-residuals.md        三种残差的验证损失、超额损失（种子均值与范围）、参数量，以及设置与预算
 - attention-residuals-long.md   同样的表，900 步（long 预设）
-- attention-residuals.svg       上：训练结束时每个子层输入的均方根；下：每个子层参数的梯度范数（种子均值，
-                                竖线是最小–最大）
+- attention-residuals.svg       上：训练结束时每个子层输入的均方根；中：每个子层写出的输出 f_l(h_l) 的均方根
+                                （论文图 5(b) 看的是输出的大小）；下：每个子层参数的梯度范数（种子均值，竖线是最小–最大）
 - attention-residuals-alpha.svg Full 与 Block AttnRes 学到的平均深度注意力权重（热图，种子均值；标题写出
                                 各格种子间最大与最小之差的最大值）
 
@@ -77,13 +77,16 @@ def render_depth_figure(results: list[dict], out_dir: Path) -> None:
     if r is None:
         placeholder_svg(out_dir, "attention-residuals.svg", "逐层大小与梯度")
         return
-    fig, (top, bottom) = new_figure(FIG_WIDTH, 6.4, nrows=2)
+    fig, (top, middle, bottom) = new_figure(FIG_WIDTH, 9.6, nrows=3)
     for v in r["config"]["variants"]:
         runs = _runs(r, v)
         marker, style = STYLE[v]
         rms, err = seed_errorbars(zip(*(x["input_rms"] for x in runs)))
         top.errorbar(range(len(rms)), rms, yerr=err, color=COLOR[v], marker=marker, linestyle=style, markersize=4,
                      capsize=2, label=LABEL[v])
+        out, err = seed_errorbars(zip(*(x["output_rms"] for x in runs)))
+        middle.errorbar(range(1, len(out) + 1), out, yerr=err, color=COLOR[v], marker=marker, linestyle=style,
+                        markersize=4, capsize=2, label=LABEL[v])
         grad, err = seed_errorbars(zip(*(x["grad_norm"] for x in runs)))
         bottom.errorbar(range(1, len(grad) + 1), grad, yerr=err, color=COLOR[v], marker=marker, linestyle=style,
                         markersize=4, capsize=2, label=LABEL[v])
@@ -93,13 +96,18 @@ def render_depth_figure(results: list[dict], out_dir: Path) -> None:
     top.set_title("训练结束时每个子层的输入有多大")
     top.set_ylim(bottom=0)
     legend_below(top, ncol=3)
+    middle.set_xlabel("子层 l（奇数 = 注意力，偶数 = FFN）")
+    middle.set_ylabel("输出 f_l(h_l) 的均方根")
+    middle.set_title("每个子层写出的输出有多大（论文图 5(b) 看的是输出）")
+    middle.set_ylim(bottom=0)
+    legend_below(middle, ncol=3)
     bottom.set_xlabel("子层 l（奇数 = 注意力，偶数 = FFN）")
     bottom.set_ylabel("参数梯度范数")
     bottom.set_title("训练结束时每个子层的梯度（验证批上反传一次）")
     bottom.set_ylim(bottom=0)
     legend_below(bottom, ncol=3, title=f"{len(r['config']['seeds'])} 个种子的均值（竖线：最小–最大），"
                                        f"{r['config']['steps']} 步")
-    fig.subplots_adjust(hspace=0.9)
+    fig.subplots_adjust(hspace=0.95)
     save_svg(fig, out_dir / "attention-residuals.svg", sources=[r])
 
 
