@@ -13,7 +13,10 @@ the registry so that what a page says is checked is what the checker checks:
   ``python -m sitebuild.generate.notebooks docs/notebooks/chNN-exercises.ipynb`` afterwards to store
   the outputs.
 
-``tests/exercises/test_pages.py`` checks that the pages and notebooks match what this module writes.
+* ``questions``: in each chapter's ``questions.md``, a 「动手练习」 line under the answer of every interview
+  question an exercise practises (``Exercise.questions``), linking the exercise; the question bank copies it.
+
+``tests/exercises/test_pages.py`` checks that the pages, notebooks and questions match what this module writes.
 """
 
 from __future__ import annotations
@@ -221,16 +224,54 @@ def write_notebook(chapter: str) -> Path:
     return path
 
 
+# --------------------------------------------------------------------------- questions
+PRACTICE = "    **动手练习**："
+QUESTION = re.compile(r'^\?\?\? question "(\d+\.\d+)\u3000')
+
+
+def practice_links(chapter: str) -> dict[str, str]:
+    """{question number: the 「动手练习」 line its answer gets}, from each exercise's ``questions``."""
+    page = page_for(chapter)
+    target = f"/chapters/{page.parent.name}/{page.name}"
+    out: dict[str, list[str]] = {}
+    for i, ex in enumerate(_exercises(chapter), 1):
+        for q in ex.questions:
+            out.setdefault(q, []).append(f"[练习 {_number(chapter, i)}　{ex.title}]({target}#{anchor(ex)})")
+    return {q: PRACTICE + "、".join(links) for q, links in out.items()}
+
+
+def with_practice(text: str, links: dict[str, str]) -> str:
+    """questions.md with each question's 「动手练习」 line (after its 参考答案 line) set to ``links``."""
+    lines = [ln for ln in text.split("\n") if not ln.startswith(PRACTICE)]
+    out, current, pending = [], None, False
+    for line in lines:
+        m = QUESTION.match(line)
+        if m:
+            current, pending = m.group(1), m.group(1) in links
+        out.append(line)
+        if pending and line.startswith("    **参考答案。**"):
+            out += ["", links[current]]
+            pending = False
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out))
+
+
+def write_questions(chapter: str) -> Path:
+    path = chapter_dir(chapter) / "questions.md"
+    path.write_text(with_practice(path.read_text(encoding="utf-8"), practice_links(chapter)), encoding="utf-8")
+    return path
+
+
 def main(argv=None) -> int:
     from snippets.exercises import core
 
     ap = argparse.ArgumentParser(prog="python -m tools.exercises", description=__doc__.splitlines()[0])
-    ap.add_argument("what", choices=["pages", "notebooks"])
+    ap.add_argument("what", choices=["pages", "notebooks", "questions"])
     ap.add_argument("chapters", nargs="*")
     args = ap.parse_args(argv)
     chapters = args.chapters or sorted({e.chapter for e in core.load_all().values()})
+    writers = {"pages": write_page, "notebooks": write_notebook, "questions": write_questions}
     for chapter in chapters:
-        path = write_page(chapter) if args.what == "pages" else write_notebook(chapter)
+        path = writers[args.what](chapter)
         print(f"wrote {path.relative_to(ROOT)}")
     return 0
 

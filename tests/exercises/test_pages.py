@@ -51,3 +51,15 @@ def test_the_section_links_the_colab_notebook_of_the_release():
     text = gen.section(CHAPTERS[0])
     assert f"]({gen.colab(CHAPTERS[0])})" in text
     assert "/blob/v" in gen.colab(CHAPTERS[0]) and gen.colab(CHAPTERS[0]).endswith(f"/{CHAPTERS[0]}-exercises.ipynb")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_each_practised_question_links_its_exercise(chapter):
+    """Under the answer of every interview question an exercise practises, a 「动手练习」 line links it."""
+    path = gen.chapter_dir(chapter) / "questions.md"
+    text = path.read_text(encoding="utf-8")
+    assert gen.with_practice(text, gen.practice_links(chapter)) == text, FIX.format(chapter).replace(
+        "pages|notebooks", "questions")
+    for exercise in core.load_all().values():
+        if exercise.chapter == chapter and exercise.questions:
+            assert f"#{gen.anchor(exercise)})" in text
