@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_below, md_caption, md_table,
@@ -25,6 +26,7 @@ from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_belo
 from snippets.flash import (ACCELERATORS, decode_attention_intensity, flash_block_sizes, hbm_accesses,
                             linear_intensity, ridge_point)
 from snippets.multihead import kv_cache_bytes, mla_cache_bytes
+from snippets.probes.inference import PRESETS, serving_load_rows
 
 KIND = "inference-probes"
 METHOD_LABELS = {"naive": "朴素（公式 1）", "online": "在线 softmax（第 01 章）", "flash": "flash_attention",
@@ -250,10 +252,17 @@ def render_serving(results: list[dict], out_dir: Path) -> None:
             "浪费 = 1 − 实际存的词元数 / 占用的位置数，对所有步求和后再除。\n\n")
     tables = ("吞吐与延迟，每格「静态 → 连续」：\n\n" + md_table(head_a, body_a)
               + "\n缓存位置的浪费，每格「静态 / 连续」两种调度下：\n\n" + md_table(head_b, body_b))
-    loads = s.get("loads", [])
-    if loads:
-        tables += "\n" + _serving_loads_table(loads, c)
     write_text(out_dir, "ch12-serving.md", text + tables + "\n" + md_caption(r))
+
+
+@lru_cache(maxsize=1)
+def serving_loads() -> tuple:
+    """负载扫描（snippets.probes.inference.serving_load_rows，full 预设）：确定性的模拟，由代码算出，不是测量。"""
+    return tuple(serving_load_rows(PRESETS["full"]["serving"]))
+
+
+def render_serving_loads(results: list[dict], out_dir: Path) -> None:
+    write_text(out_dir, "ch12-serving-loads.md", _serving_loads_table(list(serving_loads()), PRESETS["full"]["serving"]))
 
 
 def sustained(loads: list[dict], policy: str, gap: float, growth: float = 1.1) -> bool:
@@ -285,7 +294,7 @@ def _serving_loads_table(loads: list[dict], c: dict) -> str:
         body.append([f"{gap:g}", f"{mean('offered_tokens_per_step'):.2f}", growth("static"), growth("continuous"),
                      f"{mean('tokens_per_step', 'static'):.2f} → {mean('tokens_per_step', 'continuous'):.2f}",
                      f"{mean('mean_latency', 'static'):.0f} → {mean('mean_latency', 'continuous'):.0f}"])
-    return (f"负载扫描：同样的请求分布，平均到达间隔从密到疏；每个间隔、每个种子各跑同一条序列的前 {small} 个与全部 {large} 个请求。"
+    return (f"负载扫描（由 `serving_load_rows` 算出的确定性模拟，不是测量）：同样的请求分布，平均到达间隔从密到疏；每个间隔、每个种子各跑同一条序列的前 {small} 个与全部 {large} 个请求。"
             f"「延迟 ×」是 {large} 个请求的平均延迟除以前 {small} 个的（各种子的最小–最大）：队列越排越长时它约为 2，"
             f"撑得住时约为 1；所有种子上都小于 1.1 记作「撑得住」。到达的负载 = 要生成的词数 / 最后一个请求到达的步。"
             f"后两列是 {len(seeds_all(loads))} 个种子的均值。\n\n" + md_table(head, body))
@@ -296,4 +305,4 @@ def seeds_all(loads: list[dict]) -> list:
 
 
 RENDERERS = [render_roofline, render_hbm, render_kv_configs, render_attention, render_attention_figure,
-             render_flash_blocks, render_decode, render_kv_quant, render_serving]
+             render_flash_blocks, render_decode, render_kv_quant, render_serving, render_serving_loads]
