@@ -84,6 +84,25 @@ def test_flash_lse_and_recompute(causal, n_q, n_k, block_q, block_k):
     assert (p - torch.softmax(s, dim=-1)).abs().max().item() < 1e-12
 
 
+@pytest.mark.claim("ch12-backward-identity", paper="Dao et al. 2022 §3.1, 附录 B; Dao 2023",
+                   title="反向传播：rowsum(P∘dP) = rowsum(dO∘O)",
+                   text="记 dP = dO·Vᵀ：autograd 对分数 S 的梯度等于 P∘(dP − rowsum(dO∘O))，"
+                        "而 rowsum(P∘dP) 与 rowsum(dO∘O) 逐行相等（float64，< 1e-12）：反向只需要每行一个数，不需要整行的 P")
+def test_backward_identity():
+    g = torch.Generator().manual_seed(3)
+    s = torch.randn(2, 7, 9, dtype=F64, generator=g).requires_grad_(True)  # 分数 S (batch, n_q, n_k)
+    v = torch.randn(2, 9, 5, dtype=F64, generator=g)
+    d_o = torch.randn(2, 7, 5, dtype=F64, generator=g)  # 损失对输出的梯度 dO
+    p = torch.softmax(s, dim=-1)
+    o = p @ v
+    (o * d_o).sum().backward()  # 损失 = <O, dO>，所以 ∂损失/∂O = dO
+    d_p = d_o @ v.transpose(-2, -1)  # dP = dO Vᵀ
+    row = (d_o * o).sum(-1, keepdim=True)  # rowsum(dO∘O)
+    assert ((p * d_p).sum(-1, keepdim=True) - row).abs().max().item() < 1e-12
+    assert (s.grad - p * (d_p - row)).abs().max().item() < 1e-12
+    assert_states(DERIVATION, "dP=dOV^\\top", "rowsum(P\\circdP)_i")
+
+
 @pytest.mark.claim("ch12-causal-alignment",
                    paper="FlashAttention README「2.1: Change behavior of causal flag」; PyTorch torch.nn.attention.bias",
                    title="因果掩码的对齐：n_q < n_k",
@@ -435,7 +454,7 @@ def test_mla_cache_per_token():
 
 @pytest.mark.claim("ch12-rope-absorption", paper="DeepSeek-V2 §2.1.3",
                    title="为什么 RoPE 挡住了吸收",
-                   text="若把 RoPE 直接加在 k^C = W^{UK}c 上，查询与潜向量之间的矩阵 W^{UQ}ᵀ R_{s−t} W^{UK} 随相对位置变化"
+                   text="若把 RoPE 直接加在 k^C = W^{UK}c 上，输入与潜向量之间的矩阵 W^{Q}ᵀ R_{s−t} W^{UK} 随相对位置变化"
                         "（偏移 1 与 2 的矩阵不同），无法预先乘成一个矩阵；解耦后内容部分的矩阵与位置无关")
 def test_rope_blocks_absorption():
     torch.manual_seed(0)
