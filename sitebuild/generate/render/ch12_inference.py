@@ -100,8 +100,7 @@ def render_hbm(results: list[dict], out_dir: Path) -> None:
             std, fl, fl2 = (hbm_accesses(n, d, kib * 1024, x) for x in ("standard", "flash", "flash2"))
             rows_d.append([d, f"{kib} KiB", f"{m:,}", str(flash_block_sizes(d, m)), f"{std / fl:.2f}",
                            str(flash_block_sizes(d, m, "flash2")), f"{std / fl2:.2f}"])
-    text_d = ("\n同样的计数，n = 4096，头宽 d 与 SRAM 大小变化（fp16；每个 SM 的共享内存，A100 可配到 164 KiB、"
-              "H100 到 228 KiB）：\n\n")
+    text_d = "\n同样的计数，n = 4096，头宽 d 与 SRAM 大小变化（fp16）：\n\n"
     write_text(out_dir, "ch12-hbm.md", text + md_table(head, rows) + text_d + md_table(head_d, rows_d))
 
 
