@@ -580,6 +580,11 @@ def test_int8_elementwise_bound():
                    text="块大小不是正整数、因果时 n_q > n_k、MLA 的尺寸不一致（d_rope 为奇数、d_latent 不比 MHA 的缓存小）、"
                         "未知的 method 都抛出 ValueError，信息里写出参数名与形状")
 def test_bad_input():
+    for args, kwargs, words in (((0, 128, 512, 64), {}, "n_heads"), ((128, 128, 512.0, 64), {}, "d_latent"),
+                                ((128, 128, 512, 64), {"absorbed": "yes"}, "absorbed"),
+                                ((128, 128, 512, 64), {"bytes_per_value": 0}, "bytes_per_value")):
+        with pytest.raises(ValueError, match=words):
+            mla_decode_intensity(*args, **kwargs)
     q, k, v = qkv(5, 7)
     for kwargs, words in (({"block_q": 0}, "block_q"), ({"block_k": -1}, "block_k"), ({"block_q": 2.0}, "block_q")):
         with pytest.raises(ValueError, match=words) as e:
