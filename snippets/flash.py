@@ -60,10 +60,17 @@ def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
 
 
 # --8<-- [start:hbm]
-def flash_block_sizes(d, sram_elems):
-    """FlashAttention 论文算法 1 的块大小：B_c = ⌈M/(4d)⌉，B_r = min(B_c, d)，M = SRAM 能放下的元素数。"""
-    b_c = math.ceil(sram_elems / (4 * d))
-    return min(b_c, d), b_c
+def flash_block_sizes(d, sram_elems, order="flash"):
+    """块大小 (B_r, B_c)，M = sram_elems = SRAM 能放下的元素数。
+
+    "flash"：论文算法 1（外层 K、V）：B_c = ⌈M/(4d)⌉，B_r = min(B_c, d)。
+    "flash2"：FlashAttention-2 的顺序（外层 Q）把这条规则对调：B_r = ⌈M/(4d)⌉，B_c = min(B_r, d)；
+    外层的块要大，因为外层块读一次、内层块要反复读。两种规则下 Q_i、K_j、V_j、O_i、S_ij 各占 O(M)。
+    """
+    big = math.ceil(sram_elems / (4 * d))
+    if order == "flash2":
+        return big, min(big, d)
+    return min(big, d), big
 
 
 def hbm_accesses(n, d, sram_bytes, method, bytes_per_value=2):
@@ -71,7 +78,10 @@ def hbm_accesses(n, d, sram_bytes, method, bytes_per_value=2):
 
     "standard"：论文的算法 0，三个内核 S = QKᵀ、P = softmax(S)、O = PV，每个内核把输入读一遍、输出写一遍。
     "flash"：论文的算法 1，外层遍历 K、V 块（B_c 行），内层遍历 Q 块（B_r 行）；每次内层迭代读 Q_i、O_i、
-    ℓ_i、m_i，写回 O_i、ℓ_i、m_i。sram_bytes / bytes_per_value = M 个元素。
+    ℓ_i、m_i，写回 O_i、ℓ_i、m_i（开头把 O、ℓ、m 初始化的 nd + 2n 次写不计）。
+    "flash2"：FlashAttention-2 的顺序，也是 flash_attention 的顺序：外层遍历 Q 块（B_r 行），Q_i 读一次，
+    内层遍历 K、V 块，全部 K、V 读一遍；m、ℓ、O_i 留在片上，最后写一次 O_i 与 L_i。
+    sram_bytes / bytes_per_value = M 个元素。
     """
     _check_hbm(n, d, sram_bytes, method, bytes_per_value)
     if method == "standard":
@@ -81,8 +91,16 @@ def hbm_accesses(n, d, sram_bytes, method, bytes_per_value=2):
             (n * n + n * d, n * d),  # O = PV：读 P、V，写 O
         ]
         return sum(r + w for r, w in kernels)
-    b_r, b_c = flash_block_sizes(d, sram_bytes // bytes_per_value)
+    b_r, b_c = flash_block_sizes(d, sram_bytes // bytes_per_value, method)
     total = 0
+    if method == "flash2":
+        for i in range(0, n, b_r):  # 外层：Q_i 读进 SRAM，m、ℓ、O_i 留在片上
+            rows = min(b_r, n - i)
+            total += rows * d
+            for j in range(0, n, b_c):  # 内层：K_j、V_j 读进 SRAM
+                total += 2 * min(b_c, n - j) * d
+            total += rows * d + rows  # 写回 O_i 与 L_i
+        return total
     for j in range(0, n, b_c):  # 外层：K_j、V_j 读进 SRAM
         cols = min(b_c, n - j)
         total += 2 * cols * d
@@ -93,11 +111,14 @@ def hbm_accesses(n, d, sram_bytes, method, bytes_per_value=2):
 
 
 def hbm_closed_form(n, d, sram_bytes, method, bytes_per_value=2):
-    """同一件事的闭式：standard = 4n² + 4nd；flash = 2nd + ⌈n/B_c⌉·(3nd + 4n) = Θ(n²d²/M)。"""
+    """同一件事的闭式：standard = 4n² + 4nd；flash = 2nd + ⌈n/B_c⌉·(3nd + 4n) ≈ 12n²d²/M；
+    flash2 = 2nd + n + ⌈n/B_r⌉·2nd ≈ 8n²d²/M。后两个都是 Θ(n²d²/M)。"""
     _check_hbm(n, d, sram_bytes, method, bytes_per_value)
     if method == "standard":
         return 4 * n * n + 4 * n * d
-    _, b_c = flash_block_sizes(d, sram_bytes // bytes_per_value)
+    b_r, b_c = flash_block_sizes(d, sram_bytes // bytes_per_value, method)
+    if method == "flash2":
+        return 2 * n * d + n + math.ceil(n / b_r) * 2 * n * d
     return 2 * n * d + math.ceil(n / b_c) * (3 * n * d + 4 * n)
 # --8<-- [end:hbm]
 
@@ -141,6 +162,30 @@ def decode_attention_intensity(n_heads, n_kv_heads, bytes_per_value=2):
     return 2 * n_heads / (n_kv_heads * bytes_per_value)
 
 
+def mla_decode_flops_per_position(n_heads, d_head, d_latent, d_rope, absorbed=True):
+    """MLA 解码一步（每个头 1 个查询）在每个缓存位置上、每层的 FLOPs。缓存里每个位置只有 c（d_latent）与 k^R（d_rope）。
+
+    absorbed=True：查询已映射进潜空间，每个头与 c、k^R 点积（2(d_latent + d_rope)），再在潜空间里加权 c
+    （2·d_latent）：2h(2d_latent + d_rope)，像一个 d_latent + d_rope 维键、d_latent 维值、所有头共用的 MQA。
+    absorbed=False：先把这个位置的 c 升维成每个头的 k^C 与 v（2·2·h·d_head·d_latent），再做普通的注意力
+    （2h(2d_head + d_rope)）。两者都不计与缓存长度无关的投影（q、W^{UK} 吸收、W^{UV}、W^O）。
+    """
+    _check_mla_intensity(n_heads=n_heads, d_head=d_head, d_latent=d_latent, d_rope=d_rope, absorbed=absorbed)
+    if absorbed:
+        return 2 * n_heads * (2 * d_latent + d_rope)
+    return 4 * n_heads * d_head * d_latent + 2 * n_heads * (2 * d_head + d_rope)
+
+
+def mla_decode_intensity(n_heads, d_head, d_latent, d_rope, absorbed=True, bytes_per_value=2):
+    """MLA 解码一步的注意力强度（FLOP/B）：每个缓存位置的 FLOPs 除以读出它的 (d_latent + d_rope)·b 字节。
+
+    吸收后是 2h(2d_c + d_h^R) / ((d_c + d_h^R)·b)，DeepSeek-V2（h = 128、d_c = 512、d_h^R = 64、bf16）约 242。
+    """
+    _check_mla_intensity(bytes_per_value=bytes_per_value)
+    flops = mla_decode_flops_per_position(n_heads, d_head, d_latent, d_rope, absorbed)
+    return flops / ((d_latent + d_rope) * bytes_per_value)
+
+
 def compute_bound_batch(d_model, peak_flops, bytes_per_s, bytes_per_value=2):
     """解码时 d_model × d_model 线性层受算力限制的最小批大小 t（每个请求 1 个词元，t 个词元）。
 
@@ -179,9 +224,17 @@ def _check_roofline(d_model, peak_flops, bytes_per_s, bytes_per_value):
             raise ValueError(f"{name} must be a positive finite number, got {name}={x!r}")
 
 
+def _check_mla_intensity(absorbed=True, **sizes):
+    if not isinstance(absorbed, bool):
+        raise ValueError(f"absorbed must be True or False, got absorbed={absorbed!r}")
+    for name, x in sizes.items():
+        if not isinstance(x, int) or isinstance(x, bool) or x <= 0:
+            raise ValueError(f"{name} must be a positive int, got {name}={x!r} ({sizes})")
+
+
 def _check_hbm(n, d, sram_bytes, method, bytes_per_value):
-    if method not in ("standard", "flash"):
-        raise ValueError(f"method must be 'standard' or 'flash', got method={method!r}")
+    if method not in ("standard", "flash", "flash2"):
+        raise ValueError(f"method must be 'standard', 'flash' or 'flash2', got method={method!r}")
     for name, x in (("n", n), ("d", d), ("sram_bytes", sram_bytes), ("bytes_per_value", bytes_per_value)):
         if not isinstance(x, int) or isinstance(x, bool) or x <= 0:
             raise ValueError(f"{name} must be a positive int, got {name}={x!r}")

@@ -13,6 +13,8 @@
 - ``decode``：读者的 Transformer 贪心解码 m 个词，带 KV 缓存（``greedy_decode``）与每步整段重算的时间比。
 - ``kv_quant``：读者的 MultiHeadAttention 上，K、V 按词元 int8 量化（与 fp8 e4m3 按词元缩放）后注意力输出的误差。
 - ``serving``：模拟请求序列上的显存浪费（连续预留 vs 分页）与吞吐、延迟（静态 vs 连续批处理）；与设备无关。
+  ``rows`` 是到达最密的一条（mean_gap = 8：两种调度都过载，队列随请求数增长）。负载扫描 ``serving_load_rows``
+  不写进结果文件：它是确定性的模拟，与设备、机器负载都无关，渲染器与测试直接调用它（预设里的 ``loads``）。
 
 预设：``quick`` 在 2 核 CPU 上 < 60 s，``full`` < 5 min，``tiny`` 只给冒烟测试。CUDA 的结果只能来自真实
 GPU：没有 GPU 时 ``--device cuda`` 直接报错退出，不写任何文件。
@@ -45,20 +47,23 @@ PRESETS = {
              "decode": {"d_model": 32, "heads": 2, "layers": 1, "d_ff": 64, "src_len": 8, "ms": [8, 16],
                         "repeats": 1},
              "quant": {"d_model": 32, "heads": 2, "n": 32, "seeds": [0]},
-             "serving": {"requests": 40, "seeds": [0], "max_batch": 8, "block_size": 16, "mean_gap": 8.0}},
+             "serving": {"requests": 40, "seeds": [0], "max_batch": 8, "block_size": 16, "mean_gap": 8.0,
+                         "loads": {"mean_gaps": [8.0, 32.0], "requests": [20, 40]}}},
     "quick": {"ns": [256, 512, 1024, 2048], "d": 64, "block": 64, "repeats": 3, "flash_ns": [512, 1024],
               "flash_blocks": [32, 64, 128, 256],
               "decode": {"d_model": 128, "heads": 4, "layers": 2, "d_ff": 512, "src_len": 32, "ms": [32, 64, 128],
                          "repeats": 3},
               "quant": {"d_model": 256, "heads": 8, "n": 256, "seeds": [0, 1, 2]},
-              "serving": {"requests": 300, "seeds": [0, 1, 2], "max_batch": 16, "block_size": 16, "mean_gap": 8.0}},
+              "serving": {"requests": 300, "seeds": [0, 1, 2], "max_batch": 16, "block_size": 16, "mean_gap": 8.0,
+                          "loads": {"mean_gaps": [8.0, 16.0, 32.0], "requests": [150, 300]}}},
     "full": {"ns": [256, 512, 1024, 2048, 4096], "d": 64, "block": 64, "repeats": 5, "flash_ns": [1024, 2048],
              "flash_blocks": [32, 64, 128, 256, 512],
              "decode": {"d_model": 256, "heads": 8, "layers": 3, "d_ff": 1024, "src_len": 64,
                         "ms": [32, 64, 128, 256], "repeats": 3},
              "quant": {"d_model": 512, "heads": 8, "n": 1024, "seeds": [0, 1, 2, 3, 4]},
              "serving": {"requests": 1000, "seeds": [0, 1, 2, 3, 4], "max_batch": 16, "block_size": 16,
-                         "mean_gap": 8.0}},
+                         "mean_gap": 8.0, "loads": {"mean_gaps": [8.0, 16.0, 24.0, 32.0, 48.0, 64.0],
+                                                    "requests": [500, 1000]}}},
 }
 
 
@@ -168,6 +173,29 @@ def serving_rows(cfg) -> list[dict]:
             r["paged_waste"] = 1 - used / sum(w["paged"] for w in waste)
             row[policy] = r
         rows.append(row)
+    return rows
+
+
+def serving_load_rows(cfg) -> list[dict]:
+    """负载扫描：每个平均到达间隔、每个种子、每个请求数（同一条序列的前 N 个），两种调度的吞吐与延迟。
+    平均延迟不随请求数增长（队列不越排越长）的间隔，才是这种调度撑得住的负载。确定性，不写进结果文件。
+
+    offered_tokens_per_step = 要生成的词数 / 最后一个请求到达的步：到达带来的负载；
+    drain_ratio = 跑完的步数 / 最后一个请求到达的步：接近 1 说明请求一停，队列很快就空了。"""
+    rows = []
+    for gap in cfg["loads"]["mean_gaps"]:
+        for seed in cfg["seeds"]:
+            trace = make_trace(max(cfg["loads"]["requests"]), seed, mean_gap=gap)
+            for n_req in cfg["loads"]["requests"]:
+                part = trace[:n_req]
+                last = max(a for a, _, _ in part)
+                row = {"mean_gap": gap, "seed": seed, "requests": n_req, "last_arrival": last,
+                       "offered_tokens_per_step": sum(o for *_, o in part) / last}
+                for policy in ("static", "continuous"):
+                    r = simulate_batching(part, policy, cfg["max_batch"])
+                    row[policy] = {k: r[k] for k in ("steps", "tokens_per_step", "mean_latency", "p90_latency")}
+                    row[policy]["drain_ratio"] = r["steps"] / last
+                rows.append(row)
     return rows
 
 

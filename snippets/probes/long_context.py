@@ -13,7 +13,10 @@
 - ``recall``：不训练的联想回忆。N 对（键，值），键是 d_k 维随机单位向量，值从 N 个随机单位向量的码本里取；
   写入后用每个键去查，输出与码本中哪个值最像（余弦）就算回忆出哪个。三种记忆：softmax 注意力（保留全部
   N 对，查询乘上锐度 ``sharpness``），线性注意力的状态 S = Σ v kᵀ，增量规则（β = 1，读一遍）的状态，
-  以及最小二乘解 S* = argmin Σ‖S k_i − v_i‖²（任何 d_v × d_k 线性状态能做到的最好读出）。几个种子。
+  最小二乘解 S_ls = argmin Σ‖S k_i − v_i‖²（均方误差最小，不是回忆率最高），以及按码本设计的状态
+  S_c = C⁺K（C 是 N × d_v 的码本）：它让码本打分 c_jᵀ S_c k_i = k_jᵀk_i，N ≤ d_v 时每个键都读对，
+  说明这个按最近码本判对的回忆率量的是分类，不是 d_k 对的精确存储；再从 S_c 出发，用 Adam 在码本打分的
+  交叉熵上走 ``fit_steps`` 步（``fit_linear_state``），看一个 d_v × d_k 状态在这种判对下最多能到多少。几个种子。
 
 闭式（页面的表与「代价」部件共用）：``attention_flops``、``linear_layer_flops``、``decode_state_elems``。
 
@@ -44,13 +47,15 @@ METHODS = ("full", "window", "linear_recurrent", "linear_chunked", "delta_chunke
 
 PRESETS = {
     "tiny": {"ns": [64, 128], "d": 16, "window": 16, "chunk": 16, "repeats": 1, "decode_ns": [64, 128],
-             "recall": {"d_k": 8, "ns": [4, 8, 16], "seeds": [0, 1], "sharpness": 20.0}},
+             "recall": {"d_k": 8, "ns": [4, 8, 16], "seeds": [0, 1], "sharpness": 20.0, "fit_steps": 20}},
     "quick": {"ns": [256, 512, 1024, 2048], "d": 64, "window": 128, "chunk": 64, "repeats": 3,
               "decode_ns": [512, 2048, 8192],
-              "recall": {"d_k": 16, "ns": [4, 8, 16, 32, 64, 128], "seeds": [0, 1, 2], "sharpness": 20.0}},
+              "recall": {"d_k": 16, "ns": [4, 8, 16, 32, 64, 128], "seeds": [0, 1, 2], "sharpness": 20.0,
+                         "fit_steps": 200}},
     "full": {"ns": [256, 512, 1024, 2048, 4096], "d": 64, "window": 128, "chunk": 64, "repeats": 3,
              "decode_ns": [512, 2048, 8192, 32768],
-             "recall": {"d_k": 16, "ns": [4, 8, 16, 32, 64, 128], "seeds": [0, 1, 2, 3, 4], "sharpness": 20.0}},
+             "recall": {"d_k": 16, "ns": [4, 8, 16, 32, 64, 128], "seeds": [0, 1, 2, 3, 4], "sharpness": 20.0,
+                        "fit_steps": 200}},
 }
 
 
@@ -121,6 +126,20 @@ def decode_step_rows(ns, d, device) -> list[dict]:
     return rows
 
 
+def fit_linear_state(keys, codebook, s0, steps, lr=0.05, temperature=0.1):
+    """从 s0 (d_v, d_k) 出发，用 Adam 最小化码本打分 softmax(C S k_i / temperature) 对第 i 个的交叉熵。"""
+    s = s0.clone().requires_grad_(True)
+    opt = torch.optim.Adam([s], lr=lr)
+    target = torch.arange(keys.shape[0], device=keys.device)
+    for _ in range(steps):
+        logits = keys @ s.T @ codebook.T / temperature  # (N, N)：第 i 个键对码本每一项的打分
+        loss = torch.nn.functional.cross_entropy(logits, target)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    return s.detach()
+
+
 def recall_rows(cfg, device) -> list[dict]:
     rows = []
     d_k = cfg["d_k"]
@@ -137,9 +156,13 @@ def recall_rows(cfg, device) -> list[dict]:
                 s_delta = torch.zeros(64, d_k, device=device)
                 for i in range(n):
                     s_delta = delta_rule_step(s_delta, keys[i], vals[i], torch.tensor(1.0, device=device))
-                s_best = torch.linalg.lstsq(keys, vals).solution.T  # (64, d_k)：最小二乘，任何 d_v×d_k 状态的最好读出
+                s_ls = torch.linalg.lstsq(keys, vals).solution.T  # (64, d_k)：最小二乘，均方误差最小的读出
+                s_code = torch.linalg.pinv(codebook) @ keys  # (64, d_k)：S = C⁺K，码本打分 C S k_i = K k_i
+            s_fit = fit_linear_state(keys, codebook, s_code, cfg["fit_steps"])  # (64, d_k)
+            with torch.no_grad():
                 outs = {"softmax": soft, "linear": keys @ s_lin.T, "delta": keys @ s_delta.T,
-                        "best_linear": keys @ s_best.T}  # (N, 64)
+                        "best_linear": keys @ s_ls.T, "codebook_linear": keys @ s_code.T,
+                        "fitted_linear": keys @ s_fit.T}  # (N, 64)
             row = {"seed": seed, "n_pairs": n, "d_k": d_k}
             for name, o in outs.items():
                 pred = (torch.nn.functional.normalize(o, dim=-1) @ codebook.T).argmax(-1)

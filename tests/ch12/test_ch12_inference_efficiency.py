@@ -16,7 +16,8 @@ from torch.utils.flop_counter import FlopCounterMode
 from snippets.attention import KVCache, scaled_dot_product_attention
 from snippets.decoding import decode_step
 from snippets.flash import (ACCELERATORS, compute_bound_batch, decode_attention_intensity, flash_attention,
-                            flash_block_sizes, hbm_accesses, hbm_closed_form, linear_intensity, ridge_point)
+                            flash_block_sizes, hbm_accesses, hbm_closed_form, linear_intensity,
+                            mla_decode_flops_per_position, mla_decode_intensity, ridge_point)
 from snippets.mla import MultiHeadLatentAttention
 from snippets.multihead import kv_cache_bytes, mla_cache_bytes
 from snippets.positional import apply_rope
@@ -81,6 +82,25 @@ def test_flash_lse_and_recompute(causal, n_q, n_k, block_q, block_k):
     assert (lse - torch.logsumexp(s, dim=-1)).abs().max().item() < 1e-10
     p = torch.exp(s - lse.unsqueeze(-1))  # 反向传播里按块重算的 P
     assert (p - torch.softmax(s, dim=-1)).abs().max().item() < 1e-12
+
+
+@pytest.mark.claim("ch12-backward-identity", paper="Dao et al. 2022 §3.1, 附录 B; Dao 2023",
+                   title="反向传播：rowsum(P∘dP) = rowsum(dO∘O)",
+                   text="记 dP = dO·Vᵀ：autograd 对分数 S 的梯度等于 P∘(dP − rowsum(dO∘O))，"
+                        "而 rowsum(P∘dP) 与 rowsum(dO∘O) 逐行相等（float64，< 1e-12）：反向只需要每行一个数，不需要整行的 P")
+def test_backward_identity():
+    g = torch.Generator().manual_seed(3)
+    s = torch.randn(2, 7, 9, dtype=F64, generator=g).requires_grad_(True)  # 分数 S (batch, n_q, n_k)
+    v = torch.randn(2, 9, 5, dtype=F64, generator=g)
+    d_o = torch.randn(2, 7, 5, dtype=F64, generator=g)  # 损失对输出的梯度 dO
+    p = torch.softmax(s, dim=-1)
+    o = p @ v
+    (o * d_o).sum().backward()  # 损失 = <O, dO>，所以 ∂损失/∂O = dO
+    d_p = d_o @ v.transpose(-2, -1)  # dP = dO Vᵀ
+    row = (d_o * o).sum(-1, keepdim=True)  # rowsum(dO∘O)
+    assert ((p * d_p).sum(-1, keepdim=True) - row).abs().max().item() < 1e-12
+    assert (s.grad - p * (d_p - row)).abs().max().item() < 1e-12
+    assert_states(DERIVATION, "dP=dOV^\\top", "rowsum(P\\circdP)_i")
 
 
 @pytest.mark.claim("ch12-causal-alignment",
@@ -177,6 +197,38 @@ def test_hbm_accesses_match_closed_forms():
     assert_states(CH12 + "questions.md", "12+16/d")
 
 
+@pytest.mark.claim("ch12-hbm-fa2", paper="Dao 2023 (FlashAttention-2) §3.1; Dao et al. 2022 Theorem 2",
+                   title="HBM 访问次数：FlashAttention-2 的循环顺序，随头宽与 SRAM",
+                   text="外层遍历查询块（flash_attention 与 FlashAttention-2 的顺序）时，hbm_accesses 数出的元素个数等于闭式 "
+                        "2nd + n + ⌈n/B_r⌉·2nd ≈ 8n²d²/M；n = 4096、d = 64、SRAM 128 KiB 时 8,916,992，比标准少 7.64 倍"
+                        "（块沿用算法 1 的 B_r = 64 则是 34,082,816，只少 2.0 倍）；d = 128 时标准 / FA1 顺序只有 1.33（128 KiB）"
+                        "与 2.33（228 KiB），FA2 顺序 2.00 与 3.47")
+def test_hbm_accesses_flash2_order():
+    for n in (1, 63, 64, 100, 257, 1000):
+        for d in (16, 64, 128):
+            for sram in (4 * 1024, 64 * 1024, 128 * 1024, 228 * 1024):
+                if sram // 2 < 4 * d:
+                    continue
+                assert hbm_accesses(n, d, sram, "flash2") == hbm_closed_form(n, d, sram, "flash2")
+    m = 128 * 1024 // 2
+    assert flash_block_sizes(64, m, "flash2") == (256, 64) and flash_block_sizes(128, m, "flash2") == (128, 128)
+    std = hbm_accesses(4096, 64, 128 * 1024, "standard")
+    fa2 = hbm_accesses(4096, 64, 128 * 1024, "flash2")
+    assert fa2 == 8_916_992 and f"{std / fa2:.2f}" == "7.64"
+    fa2_small_rows = 2 * 4096 * 64 + 4096 + math.ceil(4096 / 64) * 2 * 4096 * 64  # 外层块只有 B_r = 64 行
+    assert fa2_small_rows == 34_082_816 and f"{std / fa2_small_rows:.1f}" == "2.0"
+    n = 2 ** 20  # 极限：FA2 顺序 × M/(n²d²) → 8，FA1 顺序 → 12 + 16/d
+    assert abs(hbm_closed_form(n, 64, 128 * 1024, "flash2") * m / (n * n * 64 * 64) - 8) < 0.01
+    ratios = {}
+    for d in (64, 128):
+        for kib in (128, 228):
+            s_, f1, f2 = (hbm_accesses(4096, d, kib * 1024, x) for x in ("standard", "flash", "flash2"))
+            ratios[(d, kib)] = (f"{s_ / f1:.2f}", f"{s_ / f2:.2f}")
+    assert ratios == {(64, 128): ("5.10", "7.64"), (64, 228): ("8.79", "12.99"),
+                      (128, 128): ("1.33", "2.00"), (128, 228): ("2.33", "3.47")}
+    assert_states(DERIVATION, "8916992", "7.64", "34082816", "1.33", "2.33", "8n^2d^2/M")
+
+
 # ---------- roofline ----------
 
 @pytest.mark.claim("ch12-linear-intensity", paper="§3.3; Williams et al. 2009",
@@ -207,6 +259,60 @@ def test_decode_attention_intensity():
         counted = flops(lambda: (torch.softmax(q @ kk.transpose(-2, -1), -1)) @ vv)
         assert abs(counted / (k.nbytes + v.nbytes) - decode_attention_intensity(h, h_kv)) < 1e-12
     assert [decode_attention_intensity(32, g) for g in (32, 8, 1)] == [1.0, 4.0, 32.0]
+
+
+@pytest.mark.claim("ch12-mla-decode-intensity", paper="DeepSeek-V2 §2.1.2–2.1.3",
+                   title="MLA 解码的算术强度：吸收与不吸收",
+                   text="MLA 解码一步、每个缓存位置每层：吸收后 2h(2d_c + d_h^R) FLOPs、读 (d_c + d_h^R)·b 字节；DeepSeek-V2"
+                        "（h = 128、d_c = 512、d_h^R = 64、bf16）是 278,528 FLOPs / 1,152 B ≈ 242 FLOP/B；不吸收时要为每个位置"
+                        "升维出 k^C 与 v，多 4h·d·d_c FLOPs，共 33,636,352，是吸收的 120.8 倍。读者的 MultiHeadLatentAttention 上"
+                        "FlopCounterMode 数出：一步解码里每多一个缓存位置，两条路径各多这么多 FLOPs；整段预填充时吸收让每对"
+                        "（查询, 键）多 4h(d_c − d) FLOPs，线性项相同")
+def test_mla_decode_intensity():
+    assert mla_decode_flops_per_position(128, 128, 512, 64) == 278_528
+    assert (512 + 64) * 2 == 1152 and Fraction(278_528, 1152) == Fraction(2176, 9)
+    assert f"{mla_decode_intensity(128, 128, 512, 64):.1f}" == "241.8"
+    naive = mla_decode_flops_per_position(128, 128, 512, 64, absorbed=False)
+    assert naive == 4 * 128 * 128 * 512 + 2 * 128 * (2 * 128 + 64) == 33_636_352
+    assert f"{naive / 278_528:.1f}" == "120.8"
+    assert f"{mla_decode_intensity(128, 128, 512, 64, absorbed=False):,.0f}" == "29,198"
+    assert decode_attention_intensity(32, 8) == 4.0 and decode_attention_intensity(64, 8) == 8.0  # GQA-8 的 4 与 8
+    # 读者的 MLA 上数 FLOPs：一步解码（1 个查询、n 个缓存位置），n 加 1，FLOPs 恰好多 mla_decode_flops_per_position
+    h, d_h, d_c, d_r = 4, 8, 12, 6
+    m = mla_model(n_heads=h)
+    w_uk = m.w_uk.weight.view(h, d_h, d_c)
+    w_uv = m.w_uv.weight.view(h, d_h, d_c)
+
+    def decode_step(n, absorbed):
+        x = torch.randn(1, n, 48, dtype=F64)
+        c, k_rope = m.latent_cache(x)  # 缓存：(1, n, d_c)、(1, n, d_r)
+        q_c = m.w_q(x[:, -1:]).view(1, 1, h, d_h).transpose(1, 2)  # (1, h, 1, d_h)：最新一个词元的查询
+        q_r = m.w_qr(x[:, -1:]).view(1, 1, h, d_r).transpose(1, 2)  # (1, h, 1, d_r)（RoPE 不改 FLOPs）
+
+        def attend():
+            rope = q_r @ k_rope.unsqueeze(1).transpose(-2, -1)  # (1, h, 1, n)
+            if absorbed:
+                w = torch.softmax((q_c @ w_uk) @ c.unsqueeze(1).transpose(-2, -1) + rope, -1)
+                return (w @ c.unsqueeze(1)) @ w_uv.transpose(-2, -1)  # (1, h, 1, d_h)
+            k_c = torch.einsum("hdc,bnc->bhnd", w_uk, c)  # 每个缓存位置都要升维
+            v = torch.einsum("hdc,bnc->bhnd", w_uv, c)
+            return torch.softmax(q_c @ k_c.transpose(-2, -1) + rope, -1) @ v
+        return flops(attend)
+
+    for absorbed in (True, False):
+        counted = [decode_step(n, absorbed) for n in (5, 6, 9)]
+        per_position = mla_decode_flops_per_position(h, d_h, d_c, d_r, absorbed)
+        assert counted[1] - counted[0] == per_position and counted[2] - counted[1] == 3 * per_position
+    # 整段预填充：读者的 forward 里 FLOPs(n) = a·n + b·n²；吸收只改变 n² 的系数，每对多 4h(d_c − d_h)
+    def prefill(n, absorbed):
+        x = torch.randn(1, n, 48, dtype=F64)
+        return flops(lambda: m(x, absorbed=absorbed))
+
+    for absorbed, per_pair in ((True, 2 * h * (2 * d_c + d_r)), (False, 2 * h * (2 * d_h + d_r))):
+        f = [prefill(n, absorbed) for n in (5, 6, 7)]
+        assert f[2] - 2 * f[1] + f[0] == 2 * per_pair  # 二阶差分 = 2·(n² 的系数)
+    assert all(prefill(n, True) - prefill(n, False) == n * n * 4 * h * (d_c - d_h) for n in (3, 8))
+    assert_states(CACHE, "278528", "1152", "242", "120.8", "4h(d_c-d)")
 
 
 @pytest.mark.claim("ch12-ridge-point", paper="NVIDIA 规格表",
@@ -292,10 +398,11 @@ def test_kv_cache_for_real_configs():
     assert mla_cache_bytes(60, 131072, 512, 64) / GIB == 8.4375
     assert mla_cache_bytes(60, 2 ** 20, 512, 64) / GIB == 67.5
     assert_states(INTERVIEW, "67.5GiB")
-    assert 319 * kv_cache_bytes(32, 4096, 8, 128) / GIB == 159.5  # 12.9：319 个 4K 词元的请求约 160 GiB
+    assert compute_bound_batch(8192, 989.5e12, 3.35e12) == 319  # 12.9：d = 8192 是 70B 级的宽度
+    assert 319 * kv_cache_bytes(80, 4096, 8, 128) / GIB == 398.75  # 70B：319 个 4K 词元的请求要 398.75 GiB
     assert 16 * kv_cache_bytes(32, 32768, 8, 128) == 64 * GIB  # 批大小 16、各 32K 词元
     assert_states(CACHE, "16\\times4GiB=64GiB")
-    assert_states(CH12 + "questions.md", "约160GiB")
+    assert_states(CH12 + "questions.md", "398.75GiB")
     assert_states(CACHE, "128KiB", "16GiB", "320KiB", "40GiB", "320GiB", "69120", "8.4375GiB")
 
 
@@ -347,7 +454,7 @@ def test_mla_cache_per_token():
 
 @pytest.mark.claim("ch12-rope-absorption", paper="DeepSeek-V2 §2.1.3",
                    title="为什么 RoPE 挡住了吸收",
-                   text="若把 RoPE 直接加在 k^C = W^{UK}c 上，查询与潜向量之间的矩阵 W^{UQ}ᵀ R_{s−t} W^{UK} 随相对位置变化"
+                   text="若把 RoPE 直接加在 k^C = W^{UK}c 上，输入与潜向量之间的矩阵 W^{Q}ᵀ R_{s−t} W^{UK} 随相对位置变化"
                         "（偏移 1 与 2 的矩阵不同），无法预先乘成一个矩阵；解耦后内容部分的矩阵与位置无关")
 def test_rope_blocks_absorption():
     torch.manual_seed(0)
@@ -473,6 +580,11 @@ def test_int8_elementwise_bound():
                    text="块大小不是正整数、因果时 n_q > n_k、MLA 的尺寸不一致（d_rope 为奇数、d_latent 不比 MHA 的缓存小）、"
                         "未知的 method 都抛出 ValueError，信息里写出参数名与形状")
 def test_bad_input():
+    for args, kwargs, words in (((0, 128, 512, 64), {}, "n_heads"), ((128, 128, 512.0, 64), {}, "d_latent"),
+                                ((128, 128, 512, 64), {"absorbed": "yes"}, "absorbed"),
+                                ((128, 128, 512, 64), {"bytes_per_value": 0}, "bytes_per_value")):
+        with pytest.raises(ValueError, match=words):
+            mla_decode_intensity(*args, **kwargs)
     q, k, v = qkv(5, 7)
     for kwargs, words in (({"block_q": 0}, "block_q"), ({"block_k": -1}, "block_k"), ({"block_q": 2.0}, "block_q")):
         with pytest.raises(ValueError, match=words) as e:

@@ -50,7 +50,9 @@ def causal_full(q, k, v):
                    title="注意力何时比线性层贵",
                    text="注意力的两次矩阵乘 QKᵀ 与 PV 共 4n²d 次浮点运算（FlopCounterMode 在读者的 "
                         "scaled_dot_product_attention 上数得的正是它），线性层 24nd²：n = 6d 时相等，d = 512 时 n = 3072；"
-                        "线性注意力 4nd² 与全注意力在 n = d 时相等")
+                        "线性注意力 4nd² 与全注意力在 n = d 时相等；这里的 d 是模型宽度 d_model：h 个头、头宽 d_head 的注意力"
+                        "数得 4n²·h·d_head = 4n²d_model（d_head = 128 代进去得 768，d_model = 4096 的交点是 24,576）；"
+                        "因果时跳过上三角约省一半，交点 n ≈ 12d_model")
 @pytest.mark.parametrize("n,d", [(16, 8), (40, 24), (96, 64)])
 def test_budget(n, d):
     q, k, v = (torch.randn(1, n, d) for _ in range(3))
@@ -69,7 +71,17 @@ def test_budget(n, d):
     # 窗口 w ≥ n 时就是全注意力；w < n 时是它的 w/n
     assert attention_flops(n, d, "window", n + 5) == attention_flops(n, d, "full")
     assert attention_flops(n, d, "window", n // 4) * n == attention_flops(n, d, "full") * (n // 4)
-    assert_states(DERIVATION, "n=6d", "3072")
+    # 多头：h 个头、头宽 d/h 的注意力数出的 FLOPs 就是 attention_flops(n, d_model)
+    h = 4 if d % 4 == 0 else 2
+    qh, kh, vh = (x.view(1, n, h, d // h).transpose(1, 2) for x in (q, k, v))  # (1, h, n, d_head)
+    with FlopCounterMode(display=False) as counter:
+        scaled_dot_product_attention(qh, kh, vh)
+    assert counter.get_total_flops() == h * attention_flops(n, d // h, "full") == attention_flops(n, d, "full")
+    assert next(m for m in range(1, 10 ** 5) if attention_flops(m, 128, "full") >= linear_layer_flops(m, 128)) == 768
+    assert next(m for m in range(1, 10 ** 6) if attention_flops(m, 4096, "full") >= linear_layer_flops(m, 4096)) == 24_576
+    # 因果、跳过上三角：注意力约一半，交点 12·d_model
+    assert next(m for m in range(1, 10 ** 5) if attention_flops(m, d0, "full") // 2 >= linear_layer_flops(m, d0)) == 12 * d0
+    assert_states(DERIVATION, "n=6d", "3072", "d_{model}", "768", "24,576", "n\\approx12d_{model}")
 
 
 # ---------- 滑动窗口 ----------
@@ -101,7 +113,7 @@ def test_receptive_field(layers, w):
         reach = ((m @ reach) > 0).to(torch.int64)
     assert int(reach[-1].sum()) == receptive_field(layers, w) == layers * (w - 1) + 1
     assert receptive_field(4, 3) == 9
-    assert_states(DERIVATION, "L(w-1)+1", "是能到达的上界，不是能找回的保证：可达不等于可检索")
+    assert_states(DERIVATION, "N_L(w-1)+1", "是能到达的上界，不是能找回的保证：可达不等于可检索")
     assert_states(CH13 + "questions.md", "可达不等于可检索")
     for page in ("derivation.md", "questions.md"):     # the overread the pages used to make (review 13-9)
         assert "没有丢" not in (DOCS / CH13 / page).read_text(encoding="utf-8")

@@ -17,14 +17,16 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_below, md_caption, md_table,
                                               new_figure, of_kind, placeholder_svg, save_svg, series_style,
                                               write_text)
-from snippets.flash import (ACCELERATORS, decode_attention_intensity, hbm_accesses, linear_intensity,
-                            ridge_point)
+from snippets.flash import (ACCELERATORS, decode_attention_intensity, flash_block_sizes, hbm_accesses,
+                            linear_intensity, ridge_point)
 from snippets.multihead import kv_cache_bytes, mla_cache_bytes
+from snippets.probes.inference import PRESETS, serving_load_rows
 
 KIND = "inference-probes"
 METHOD_LABELS = {"naive": "朴素（公式 1）", "online": "在线 softmax（第 01 章）", "flash": "flash_attention",
@@ -81,14 +83,25 @@ def render_roofline(results: list[dict], out_dir: Path) -> None:
 
 
 def render_hbm(results: list[dict], out_dir: Path) -> None:
-    head = ["n", "标准", "FlashAttention", "倍数"]
+    head = ["n", "标准", "FA1 顺序", "倍数", "FA2 顺序", "倍数"]
     rows = []
     for n in (1024, 4096, 16384, 65536):
-        std, fl = (hbm_accesses(n, 64, 128 * 1024, m) for m in ("standard", "flash"))
-        rows.append([f"{n:,}", f"{std:,}", f"{fl:,}", f"{std / fl:.2f}"])
-    text = ("`hbm_accesses` 按算法的循环数出的 HBM 读写元素数：d = 64，SRAM 128 KiB，fp16（M = 65,536 个元素，"
-            "B_c = 256，B_r = 64）。由代码算出，不是测量。\n\n")
-    write_text(out_dir, "ch12-hbm.md", text + md_table(head, rows))
+        std, fl, fl2 = (hbm_accesses(n, 64, 128 * 1024, m) for m in ("standard", "flash", "flash2"))
+        rows.append([f"{n:,}", f"{std:,}", f"{fl:,}", f"{std / fl:.2f}", f"{fl2:,}", f"{std / fl2:.2f}"])
+    text = ("`hbm_accesses` 按算法的循环数出的 HBM 读写元素数：d = 64，SRAM 128 KiB，fp16（M = 65,536 个元素）。"
+            "FA1 顺序是论文的算法 1（外层 K、V，B_c = 256，B_r = 64）；FA2 顺序是 `flash_attention` 的顺序"
+            "（外层 Q，B_r = 256，B_c = 64）。倍数 = 标准 / 该顺序。由代码算出，不是测量。\n\n")
+    head_d = ["d", "SRAM", "M", "FA1 块 (B_r, B_c)", "标准 / FA1", "FA2 块 (B_r, B_c)", "标准 / FA2"]
+    rows_d = []
+    n = 4096
+    for d in (64, 128):
+        for kib in (128, 228):
+            m = kib * 1024 // 2
+            std, fl, fl2 = (hbm_accesses(n, d, kib * 1024, x) for x in ("standard", "flash", "flash2"))
+            rows_d.append([d, f"{kib} KiB", f"{m:,}", str(flash_block_sizes(d, m)), f"{std / fl:.2f}",
+                           str(flash_block_sizes(d, m, "flash2")), f"{std / fl2:.2f}"])
+    text_d = "\n同样的计数，n = 4096，头宽 d 与 SRAM 大小变化（fp16）：\n\n"
+    write_text(out_dir, "ch12-hbm.md", text + md_table(head, rows) + text_d + md_table(head_d, rows_d))
 
 
 CONFIGS = [  # (名称, 层数, KV 头数或 None（MLA）, d_head, d_latent, d_rope)
@@ -241,5 +254,54 @@ def render_serving(results: list[dict], out_dir: Path) -> None:
     write_text(out_dir, "ch12-serving.md", text + tables + "\n" + md_caption(r))
 
 
+@lru_cache(maxsize=1)
+def serving_loads() -> tuple:
+    """负载扫描（snippets.probes.inference.serving_load_rows，full 预设）：确定性的模拟，由代码算出，不是测量。"""
+    return tuple(serving_load_rows(PRESETS["full"]["serving"]))
+
+
+def render_serving_loads(results: list[dict], out_dir: Path) -> None:
+    write_text(out_dir, "ch12-serving-loads.md", _serving_loads_table(list(serving_loads()), PRESETS["full"]["serving"]))
+
+
+def sustained(loads: list[dict], policy: str, gap: float, growth: float = 1.1) -> bool:
+    """这种调度撑得住这个到达间隔：每个种子上，请求从较少加到全部，平均延迟的增长都不到 growth 倍
+    （队列不随序列变长而越排越长）。"""
+    small, large = min(x["requests"] for x in loads), max(x["requests"] for x in loads)
+    by = {(x["seed"], x["requests"]): x[policy]["mean_latency"] for x in loads if x["mean_gap"] == gap}
+    seeds = sorted({s for s, _ in by})
+    return all(by[(s, large)] < growth * by[(s, small)] for s in seeds)
+
+
+def _serving_loads_table(loads: list[dict], c: dict) -> str:
+    small, large = min(x["requests"] for x in loads), max(x["requests"] for x in loads)
+    head = ["平均到达间隔", "到达的负载（词/步）", "静态：延迟 ×", "连续：延迟 ×", "词/步（静态 → 连续）",
+            f"平均延迟（静态 → 连续，{large} 个请求）"]
+    body = []
+    for gap in sorted({x["mean_gap"] for x in loads}):
+        xs = [x for x in loads if x["mean_gap"] == gap]
+        big = [x for x in xs if x["requests"] == large]
+        by = {(x["seed"], x["requests"]): x for x in xs}
+        seeds = sorted({x["seed"] for x in xs})
+
+        def growth(policy):
+            g = [by[(s, large)][policy]["mean_latency"] / by[(s, small)][policy]["mean_latency"] for s in seeds]
+            mark = "撑得住" if sustained(loads, policy, gap) else "过载"
+            return f"{min(g):.2f}–{max(g):.2f}（{mark}）"
+
+        mean = lambda key, pol=None: sum((x[pol][key] if pol else x[key]) for x in big) / len(big)  # noqa: E731
+        body.append([f"{gap:g}", f"{mean('offered_tokens_per_step'):.2f}", growth("static"), growth("continuous"),
+                     f"{mean('tokens_per_step', 'static'):.2f} → {mean('tokens_per_step', 'continuous'):.2f}",
+                     f"{mean('mean_latency', 'static'):.0f} → {mean('mean_latency', 'continuous'):.0f}"])
+    return (f"负载扫描（由 `serving_load_rows` 算出的确定性模拟，不是测量）：同样的请求分布，平均到达间隔从密到疏；每个间隔、每个种子各跑同一条序列的前 {small} 个与全部 {large} 个请求。"
+            f"「延迟 ×」是 {large} 个请求的平均延迟除以前 {small} 个的（各种子的最小–最大）：队列越排越长时它约为 2，"
+            f"撑得住时约为 1；所有种子上都小于 1.1 记作「撑得住」。到达的负载 = 要生成的词数 / 最后一个请求到达的步。"
+            f"后两列是 {len(seeds_all(loads))} 个种子的均值。\n\n" + md_table(head, body))
+
+
+def seeds_all(loads: list[dict]) -> list:
+    return sorted({x["seed"] for x in loads})
+
+
 RENDERERS = [render_roofline, render_hbm, render_kv_configs, render_attention, render_attention_figure,
-             render_flash_blocks, render_decode, render_kv_quant, render_serving]
+             render_flash_blocks, render_decode, render_kv_quant, render_serving, render_serving_loads]

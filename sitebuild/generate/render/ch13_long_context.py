@@ -4,8 +4,8 @@
 - ch13-scaling.svg / ch13-scaling.md   五种注意力的峰值额外内存与时间随 n（CPU 一节；有 CUDA 文件时每个再一节：
                                        与 CPU 峰值的字节差和时间，没有时一行「还没有」）
 - ch13-decode-step.md                  读过 n 个词元后解码一个词元的峰值额外内存（有 CUDA 文件时加一行与 CPU 的差）
-- ch13-recall.md                       不训练的联想回忆：四种记忆的回忆率随 N（各种子的均值与最小–最大，由
-                                       snippets.stats.summarize 算出；有 CUDA 文件时加一行比较）
+- ch13-recall.md                       不训练的联想回忆：各种记忆的回忆率随 N（各种子的均值与最小–最大，由
+                                       snippets.stats.summarize 算出；有 CUDA 文件时在两份文件共有的列上加一行比较）
 
 由代码算出（不是测量）：
 - ch13-costs.md                        全注意力、滑动窗口、线性注意力的 FLOPs 与解码状态（闭式）
@@ -26,7 +26,8 @@ KIND = "long-context-probes"
 LABELS = {"full": "因果全注意力", "window": "滑动窗口", "linear_recurrent": "线性（递推）",
           "linear_chunked": "线性（分块）", "delta_chunked": "增量规则（分块）"}
 RECALL = {"softmax": "softmax 注意力", "linear": "线性状态 Σvkᵀ", "delta": "增量规则 β=1",
-          "best_linear": "最好的线性状态"}
+          "best_linear": "最小二乘状态（均方误差最小）", "codebook_linear": "按码本设计的状态 C⁺K",
+          "fitted_linear": "拟合回忆率的状态"}
 GPU_PENDING = ("GPU 的结果文件还没有：它在 CUDA 运行器上运行 `python -m snippets.probes.long_context --device cuda "
                "--preset full` 后生成（`results/long-context-cuda-<设备>.json`），本页随之多出一节。这里不放任何估计的 GPU 数字。\n")
 
@@ -180,20 +181,34 @@ def _gpu_decode_line(g: dict, cpu: dict) -> str:
     return text + ("；" + "；".join(other) if other else "") + "。\n"
 
 
+def recall_columns(r: dict) -> list[str]:
+    """这份文件测了的记忆（RECALL 的顺序）：较早的文件没有后加的两列。"""
+    rows = r["probes"]["recall"]["rows"]
+    return [m for m in RECALL if all(m in x for x in rows)]
+
+
 def recall_means(r: dict) -> dict:
     """{N: {记忆: 各种子的平均回忆率}}。"""
     out: dict = {}
     for x in r["probes"]["recall"]["rows"]:
         out.setdefault(x["n_pairs"], []).append(x)
-    return {n: {m: sum(x[m] for x in xs) / len(xs) for m in RECALL} for n, xs in sorted(out.items())}
+    return {n: {m: sum(x[m] for x in xs) / len(xs) for m in recall_columns(r)} for n, xs in sorted(out.items())}
 
 
-def recall_rows(r: dict) -> list[list]:
-    """表的每一行：N，四种记忆各一格「各种子的均值（最小–最大）」。"""
+def recall_rows(r: dict, columns: list[str] | None = None) -> list[list]:
+    """表的每一行：N，每种记忆一格「各种子的均值（最小–最大）」。"""
     out: dict = {}
     for x in sorted(r["probes"]["recall"]["rows"], key=lambda x: x["seed"]):
         out.setdefault(x["n_pairs"], []).append(x)
-    return [[n] + [mean_range([x[m] for x in xs], ".3f") for m in RECALL] for n, xs in sorted(out.items())]
+    columns = columns or recall_columns(r)
+    return [[n] + [mean_range([x[m] for x in xs], ".3f") for m in columns] for n, xs in sorted(out.items())]
+
+
+def same_recall(a: dict, b: dict) -> list[str] | None:
+    """两份文件在共有的列上逐项相同时返回这些列，否则 None。"""
+    shared = [m for m in recall_columns(a) if m in recall_columns(b)]
+    key = lambda r: [{k: x[k] for k in ("seed", "n_pairs", "d_k", *shared)} for x in r["probes"]["recall"]["rows"]]  # noqa: E731
+    return shared if key(a) == key(b) else None
 
 
 def render_recall(results: list[dict], out_dir: Path) -> None:
@@ -202,17 +217,26 @@ def render_recall(results: list[dict], out_dir: Path) -> None:
         write_text(out_dir, "ch13-recall.md", NO_RESULTS)
         return
     c = r["probes"]["recall"]["config"]
-    head = ["N 对"] + list(RECALL.values())
+    head = ["N 对"] + [RECALL[m] for m in recall_columns(r)]
     body = recall_rows(r)
     text = (f"不训练：d_k = {c['d_k']} 维随机单位键，N 个随机单位值（64 维）；回忆率 = 输出与码本里最像的值是对的那个的比例，"
-            f"每格是 {len(c['seeds'])} 个种子的均值，括号里是最小–最大。softmax 的查询乘锐度 {c['sharpness']:g}。\n\n")
+            f"每格是 {len(c['seeds'])} 个种子的均值，括号里是最小–最大。softmax 的查询乘锐度 {c['sharpness']:g}。")
+    if "fitted_linear" in recall_columns(r):
+        text += (f"C 是 N × 64 的码本，C⁺ 是它的伪逆；「拟合回忆率的状态」从 C⁺K 出发，用 Adam 在码本打分的交叉熵上走 "
+                 f"{c['fit_steps']} 步。")
+    text += "\n\n"
     gpu = ""
     for g in _gpus(results):
-        if g["probes"]["recall"] == r["probes"]["recall"]:
+        shared = same_recall(g, r)
+        if shared is not None and len(shared) == len(recall_columns(r)):
             gpu += f"\n**GPU。** {_gpu_name(g)} 上每个种子、每个 N 的回忆率都与上表逐项相同。\n"
+        elif shared is not None:
+            names = "、".join(RECALL[m] for m in shared)
+            gpu += (f"\n**GPU。** {_gpu_name(g)} 的文件测了{names}这 {len(shared)} 列，每个种子、每个 N 都与上表逐项相同；"
+                    "其余几列是后来加的，只在 CPU 上测了。\n")
         else:
             body_g = recall_rows(g)
-            gpu += f"\n**GPU。** {_gpu_name(g)}：\n\n" + md_table(head, body_g)
+            gpu += f"\n**GPU。** {_gpu_name(g)}：\n\n" + md_table(["N 对"] + [RECALL[m] for m in recall_columns(g)], body_g)
     write_text(out_dir, "ch13-recall.md", text + md_table(head, body) + gpu + "\n" + md_caption(r, *_gpus(results)))
 
 
