@@ -230,6 +230,11 @@ REGISTRY = [
     pure("flash.attainable_flops", NUMBERS),
     pure("flash.linear_intensity", NUMBERS),
     pure("flash.decode_attention_intensity", NUMBERS),
+    pure("flash.mla_decode_flops_per_position", NUMBERS,
+         Edge("zero-heads", lambda i: flash.mla_decode_flops_per_position(0, 4, 8, 2), ValueError, "n_heads")),
+    pure("flash.mla_decode_intensity", NUMBERS,
+         Edge("zero-bytes", lambda i: flash.mla_decode_intensity(2, 4, 8, 2, bytes_per_value=0), ValueError,
+              "bytes_per_value")),
     pure("flash.compute_bound_batch", NUMBERS,
          Edge("bandwidth-bound", lambda i: flash.compute_bound_batch(64, 1e15, 1e12), ValueError, "bandwidth")),
 
@@ -361,6 +366,9 @@ REGISTRY = [
                                                   ).transpose(0, 1)),
     Entry("residual_stream.depth_attention",
           lambda i: residual_stream.depth_attention(i.batched(3, 4, 6).transpose(0, 1), i.randn(6), i.randn(6))),
+    Entry("residual_stream.rms_keys", lambda i: residual_stream.rms_keys(i.batched(4, 6))),
+    Entry("residual_stream.depth_attention_cached",
+          lambda i: _depth_cached(i)),
     Entry("residual_stream.inter_block_phase",
           lambda i: [t.transpose(0, 1) for t in residual_stream.inter_block_phase(
               i.batched(3, 4, 6).transpose(0, 1), i.randn(2, 6))]),
@@ -562,6 +570,14 @@ def _gradient_norms(i):
                                          i.module(lambda: torch.nn.Linear(4, 5)), i.batched(3, 4),
                                          i.batched_ints(5, 3))
     return torch.tensor(out["param_grad"] + out["input_grad"])
+
+
+def _depth_cached(i):
+    """depth_attention_cached on 3 sources, each (batch, 4, 6), with their keys; α back to batch first."""
+    values = [i.batched(4, 6) for _ in range(3)]
+    h, alpha = residual_stream.depth_attention_cached(values, [residual_stream.rms_keys(v) for v in values],
+                                                      i.randn(6), i.randn(6))
+    return [h, alpha.transpose(0, 1)]
 
 
 def _merge_partial(i):
