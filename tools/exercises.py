@@ -50,10 +50,28 @@ OWN_PAGE_HEAD = ("---\ntitle: 第 {n} 章 · 动手练习\n---\n\n# 从零写一
                  "本章讲过的几个算法，自己写一遍，再让检查器核对。")
 
 
+# Chapters whose 代码与实验 page would pass the element budget with the exercises: they get their own page,
+# and the 代码与实验 page keeps a short 「动手练习」 section that lists and links them.
+OWN_PAGE_CHAPTERS = ("ch12",)
+
+
 def page_for(chapter: str) -> Path:
-    """The chapter's 代码与实验 page, or its own exercises page where it has none (chapter 01)."""
+    """Where the chapter's exercises are written out: its 代码与实验 page, or a page of their own
+    (chapter 01 has no 代码与实验 page; OWN_PAGE_CHAPTERS would pass the element budget)."""
     folder = chapter_dir(chapter)
-    return folder / "code.md" if (folder / "code.md").is_file() else folder / OWN_PAGE
+    if chapter in OWN_PAGE_CHAPTERS or not (folder / "code.md").is_file():
+        return folder / OWN_PAGE
+    return folder / "code.md"
+
+
+def pointer_section(chapter: str) -> str:
+    """The short 「动手练习」 section of a 代码与实验 page whose exercises live on their own page."""
+    items = _exercises(chapter)
+    lines = [HEADING, "",
+             f"本章的 {len(items)} 道练习（题面、签名、形状与检查项）在[动手练习]({OWN_PAGE})页；"
+             f"也可以直接[在 Colab 中打开]({colab(chapter)})本章的练习 Notebook。", ""]
+    lines += [f"- [练习 {_number(chapter, i)}　{ex.title}]({OWN_PAGE}#{anchor(ex)})" for i, ex in enumerate(items, 1)]
+    return "\n".join(lines) + "\n"
 
 
 def anchor(exercise) -> str:
@@ -142,11 +160,18 @@ def section(chapter: str) -> str:
     return "\n".join(lines).replace("\n\n\n", "\n\n") + "\n"
 
 
+def _replace_section(page: Path, section_text: str, head: str = "") -> None:
+    text = page.read_text(encoding="utf-8") if page.is_file() else head
+    body = text.split("\n" + HEADING + "\n", 1)[0].rstrip("\n")
+    page.write_text(body + "\n\n" + section_text, encoding="utf-8")
+
+
 def write_page(chapter: str) -> Path:
     page = page_for(chapter)
-    text = page.read_text(encoding="utf-8") if page.is_file() else OWN_PAGE_HEAD.format(n=chapter[2:])
-    body = text.split("\n" + HEADING + "\n", 1)[0].rstrip("\n")
-    page.write_text(body + "\n\n" + section(chapter), encoding="utf-8")
+    _replace_section(page, section(chapter), OWN_PAGE_HEAD.format(n=chapter[2:]))
+    code = chapter_dir(chapter) / "code.md"
+    if page.name == OWN_PAGE and code.is_file():
+        _replace_section(code, pointer_section(chapter))
     return page
 
 

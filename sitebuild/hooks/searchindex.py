@@ -412,6 +412,8 @@ def clean_entry(entry: dict, homes: dict[str, list[str]] | None = None) -> dict:
         entry["text"] = ""
     if "#ex-" in location:
         entry["text"] = " ".join(m.group(0).strip() for m in EXERCISE_KEPT.finditer(entry["text"]))
+    if location.endswith("#exercises"):
+        entry["text"] = ""  # the same introduction in every chapter: the section is found by its title
     if "#" in location and _under(location, ["errata"]):
         entry["text"] = erratum_text(entry["text"])
     if "#" in location and _under(location, ["verification/*"]):

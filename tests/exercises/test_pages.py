@@ -26,6 +26,13 @@ def test_page_ends_with_the_exercise_section(chapter):
             assert f"`{exercise.signature}`" in text and f"{{#{gen.anchor(exercise)}}}" in text
 
 
+@pytest.mark.parametrize("chapter", [c for c in CHAPTERS if gen.page_for(c).name == gen.OWN_PAGE
+                                     and (gen.chapter_dir(c) / "code.md").is_file()])
+def test_a_code_page_whose_exercises_have_their_own_page_lists_them(chapter):
+    text = (gen.chapter_dir(chapter) / "code.md").read_text(encoding="utf-8")
+    assert text.endswith("\n\n" + gen.pointer_section(chapter)), FIX.format(chapter)
+
+
 @pytest.mark.parametrize("chapter", CHAPTERS)
 def test_notebook_holds_a_stub_and_a_check_cell_per_exercise(chapter):
     path = gen.NOTEBOOKS / gen.notebook_name(chapter)
