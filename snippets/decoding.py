@@ -151,6 +151,7 @@ class BeamStepper:
 
     @torch.no_grad()
     def __call__(self, prefixes):                            # prefixes (B, t)
+        prefixes = prefixes.to(self.memory.device)           # beam_search 在 CPU 上拼前缀；搬到模型所在的设备
         batch, t = prefixes.shape
         if t == 1:                                           # 第一步：只有 bos，新建缓存
             self.cache = DecoderCache(self.model, self.memory.expand(batch, -1, -1))
@@ -294,6 +295,8 @@ def speculative_step(target_probs, draft_probs, draft_tokens, uniforms):
     _check_tensor("target_probs", target_probs, "(gamma + 1, V)", (gamma + 1, None))
     _check_tensor("draft_probs", draft_probs, "(gamma, V)", (gamma, target_probs.shape[1]))
     _check_tensor("uniforms", uniforms, "(gamma,)", (gamma,))
+    if ((uniforms < 0) | (uniforms >= 1)).any():             # u = 1 时拒绝后可能得到 0/0
+        raise ValueError(f"uniforms must lie in [0, 1), got min {float(uniforms.min())}, max {float(uniforms.max())}")
     accepted = []
     for i in range(gamma):
         x = int(draft_tokens[i])

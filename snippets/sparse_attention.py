@@ -12,11 +12,12 @@ from snippets.attention import _check_qkv, scaled_dot_product_attention  # noqa:
 
 
 # --8<-- [start:window]
-def sliding_window_mask(n, window, sinks=0):
-    """(n, n) 的 bool 掩码：0 ≤ i − j < window 时 True；sinks > 0 时前 sinks 个位置（j ≤ i）也可以看。"""
+def sliding_window_mask(n, window, sinks=0, device=None):
+    """(n, n) 的 bool 掩码：0 ≤ i − j < window 时 True；sinks > 0 时前 sinks 个位置（j ≤ i）也可以看。
+    device：掩码建在哪个设备上（默认 CPU；与 q 一起用时传 q.device）。"""
     _check_window(n, window, sinks)
-    i = torch.arange(n)[:, None]  # (n, 1)
-    j = torch.arange(n)[None, :]  # (1, n)
+    i = torch.arange(n, device=device)[:, None]  # (n, 1)
+    j = torch.arange(n, device=device)[None, :]  # (1, n)
     band = (i - j >= 0) & (i - j < window)
     return band | ((j < sinks) & (j <= i))
 

@@ -660,3 +660,23 @@ def test_table2_ensembles_cost_eight_single_models():
         assert float(f"{8 * single:.1e}") == costs[k][pair], (k, pair)
         assert all(float(f"{m * single:.1e}") != costs[k][pair] for m in (7, 9)), (k, pair)
     assert_states(INDEX, "8倍", "1.0·10²⁰→8.0·10²⁰", "9.6·10¹⁸→7.7·10¹⁹")
+
+
+def test_beam_stepper_moves_the_prefixes_to_the_models_device():
+    """beam_search builds its prefixes on the CPU; the stepper hands them to the model on the model's device
+    (the meta device stands in for a GPU: a CPU prefix would meet meta weights and fail)."""
+    from snippets.checks import values_unchecked
+    from snippets.decoding import BeamStepper
+    from snippets.transformer import Transformer
+
+    model = Transformer(11, d_model=8, num_heads=2, num_layers=1, d_ff=16, dropout=0.0).to("meta").eval()
+    with values_unchecked():
+        step = BeamStepper(model, torch.zeros(1, 4, dtype=torch.long, device="meta"))
+        log_probs = step(torch.zeros(1, 1, dtype=torch.long))           # a CPU prefix, as beam_search makes it
+    assert log_probs.device.type == "meta" and log_probs.shape == (1, 11)
+
+
+def test_speculative_step_refuses_uniforms_outside_the_unit_interval():
+    p, q = torch.full((2, 3), 1 / 3), torch.full((1, 3), 1 / 3)
+    with pytest.raises(ValueError, match="uniforms must lie in"):
+        speculative_step(p, q, torch.tensor([1]), torch.ones(1))

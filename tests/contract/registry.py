@@ -186,7 +186,10 @@ REGISTRY = [
           lambda i: decoding.speculative_step(i.uniform(3, 5).softmax(-1), i.uniform(2, 5).softmax(-1),
                                               torch.tensor([1, 2]), i.uniform(2)),
           meta="accepts or rejects each draft token by comparing probabilities (reads values)",
-          batch=False, why_batch="one sequence: γ draft tokens of one request"),
+          batch=False, why_batch="one sequence: γ draft tokens of one request",
+          edges=(Edge("u=1", lambda i: decoding.speculative_step(_cpu(2, 3).softmax(-1), _cpu(1, 3).softmax(-1),
+                                                                  torch.tensor([1]), torch.ones(1)),
+                      ValueError, "uniforms"),)),
     pure("decoding.expected_tokens_per_round", NUMBERS,
          Edge("alpha=1", lambda i: decoding.expected_tokens_per_round(1, 4), check=lambda x: x == 5)),
     pure("decoding.training_flops", NUMBERS,
@@ -447,8 +450,8 @@ REGISTRY = [
           edges=(Edge("zeros", lambda i: softmax.fp8_round_trip(_cpu(2, 2)), check=lambda t: not bool(t.any())),)),
 
     # --- snippets/sparse_attention.py -----------------------------------------------------------------------
-    Entry("sparse_attention.sliding_window_mask", lambda i: sparse_attention.sliding_window_mask(5, 2, 1),
-          meta="a factory of ints without a device argument (a bool mask on the CPU)",
+    Entry("sparse_attention.sliding_window_mask",
+          lambda i: sparse_attention.sliding_window_mask(5, 2, 1, device=i.device),
           dtypes=(F64,), why_dtypes="a bool mask", batch=False, why_batch=NOT_BATCHED),
     pure("sparse_attention.receptive_field", NUMBERS),
     Entry("sparse_attention.sliding_window_attention",
