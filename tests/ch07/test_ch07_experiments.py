@@ -208,6 +208,7 @@ def test_nope_extrapolates_better_than_absolute_encodings(length):
     assert_reading(QUESTIONS, "训练长度外它在每个评估长度上 5 个种子都比正弦更高", sin64, stated=points(sin64))
     assert_reading(QUESTIONS, "但在每个评估长度上 5 个种子都比 RoPE 更低", rope64, stated=points(rope64))
     assert_reading(INTERVIEW, "都比加正弦编码的更高", sin64, stated=points(sin64))
+    assert_reading(CH07 + "index.md", "NoPE 在每个评估长度上 5 个种子都比正弦更高", sin64, stated=points(sin64))
     assert_reading(INTERVIEW, "但它在每个评估长度上 5 个种子都比 RoPE 更低", rope64, stated=points(rope64))
 
 
