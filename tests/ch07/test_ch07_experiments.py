@@ -300,12 +300,17 @@ def test_model_uses_the_readers_layers():
         lg.PositionLM("t5", 64, **lg.MODEL)
 
 
-@pytest.mark.slow  # trains 4 tiny models
+@pytest.mark.slow  # trains 5 tiny models
 def test_tiny_smoke_run(tmp_path):
     out = tmp_path / "lg.json"
     assert lg.main(["--preset", "tiny", "--out", str(out)]) == 0
     data = load_results(out)
-    assert data["preset"] == "tiny" and len(data["runs"]) == 4
+    assert data["preset"] == "tiny" and len(data["runs"]) == len(lg.ENCODINGS) == 5
+    for r in data["runs"]:                      # 探针读的是最长评估长度的同一批序列
+        p, n, train_len = r["probe"], data["config"]["eval_lens"][-1], data["config"]["train_len"]
+        beyond = sum(b["accuracy"] * (b["end"] - b["start"]) for b in p["buckets"][1:]) / (n - train_len)
+        assert beyond == pytest.approx(r["eval"][-1]["accuracy_beyond"], abs=1e-12)
+        assert all(0 <= h["far_mass_beyond"] <= 1 for h in p["heads"])
     assert rope_scaling.main(["--preset", "tiny", "--out", str(tmp_path / "rs.json")]) == 0
 
 
