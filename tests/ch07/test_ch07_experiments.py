@@ -172,7 +172,7 @@ def test_extrapolation_results(length):
     alibi256, alibi64 = compare(length, "rope", length, "alibi", 256), compare(length, "rope", length, "alibi", 64)
     assert (alibi256.verdict, alibi64.verdict, alibi64.n_agree) == ("一致", "不足以下结论", 5)
     assert_reading(CODE, "都比 RoPE 更高", alibi256, stated=points(alibi256))
-    assert_reading(CODE, "分不出它与 RoPE 的高低", alibi64, stated=points(alibi64))
+    assert_reading(CODE, "这个预算下分不出它与 RoPE 的高低", alibi64, stated=points(alibi64))
     assert_reading(QUESTIONS, "5 个种子都是 ALiBi 更高", alibi256, stated=points(alibi256))
     assert_reading(QUESTIONS, "长度 64 上 5 个种子分不出两者的高低", alibi64, stated=points(alibi64))
 
@@ -209,7 +209,7 @@ def test_nope_extrapolates_better_than_absolute_encodings(length):
     assert_reading(QUESTIONS, "但在每个评估长度上 5 个种子都比 RoPE 更低", rope64, stated=points(rope64))
     assert_reading(INTERVIEW, "都比加正弦编码的更高", sin64, stated=points(sin64))
     assert_reading(CH07 + "index.md", "NoPE 在每个评估长度上 5 个种子都比正弦更高", sin64, stated=points(sin64))
-    assert_reading(INTERVIEW, "但它在每个评估长度上 5 个种子都比 RoPE 更低", rope64, stated=points(rope64))
+    assert_reading(INTERVIEW, "600 步时它在每个评估长度上 5 个种子都比 RoPE 更低", rope64, stated=points(rope64))
 
 
 @pytest.mark.claim("ch07-rope-mechanism", paper="RoFormer; §3.5",
@@ -243,7 +243,7 @@ def test_where_ropes_attention_goes_beyond_the_training_length(length):
 
 @pytest.mark.claim("ch07-long-run", paper="§3.5 (「may allow the model to extrapolate」)",
                    results="results/length-generalization-long.json", title="再多练 4 倍",
-                   text="只把步数从 600 改成 2400（正弦与 RoPE，同样 5 个种子）：正弦在长度 64、128、256 上都更高（「一致」，"
+                   text="只把步数从 600 改成 2400（正弦、RoPE 与 NoPE，同样 5 个种子）：正弦在长度 64、128、256 上都更高（「一致」，"
                         "64 上均值 21.1%），但每个长度上 RoPE 仍在 5 个种子上都比正弦更高（「一致」）；RoPE 自己多练 4 倍后每个长度上"
                         "都「不足以下结论」（256 上均值 42.8% 与 35.2%）")
 def test_four_times_the_training(length):
@@ -268,7 +268,7 @@ def test_four_times_the_training(length):
     still = compare(long, "sinusoid", long, "rope", 64)               # 2400 步：正弦 → RoPE
     rope = compare(length, "rope", long, "rope", 256)                 # RoPE：600 步 → 2400 步
     for page in (CODE, DERIVATION, QUESTIONS):
-        fragment = "都比 600 步时更高" if page == CODE else "都更高（长度 64 上平均差 +7.6"
+        fragment = "正弦编码在每个评估长度上 5 个种子都比 600 步时更高" if page == CODE else "都更高（长度 64 上平均差 +7.6"
         assert_reading(page, fragment, more, stated=points(more))
     assert_reading(CODE, "仍都比它更高", still, stated=points(still))
     for page in (DERIVATION, QUESTIONS):
@@ -327,3 +327,34 @@ def test_renderer_writes_every_file(tmp_path, length):
     assert "| RoPE | 5 / 5 | 98.6%（97.8–99.2） | 43.0%（24.0–56.8） | 56.7%（43.0–75.9） |" in table
     ch07_positional.render_length_table([], tmp_path)
     assert "尚无测量结果" in (tmp_path / "length-generalization.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.claim("ch07-nope-long", paper="NoPE (Kazemnejad et al. 2023)", results="results/length-generalization-long.json",
+                   title="NoPE 多练 4 倍",
+                   text="2400 步、5 个种子：NoPE 在长度 32 上均值 99.7%（仍比正弦低，「一致」）；超出训练长度的位置上每个评估长度都比 "
+                        "600 步时更高（长度 64 上均值 87.3%，「一致」），仍都比正弦更高（「一致」）；与 RoPE：长度 64 上 RoPE 平均更高"
+                        "（「多数」，1 个种子反向），长度 128、256 上「不足以下结论」")
+def test_nope_four_times_the_training(length):
+    long = load_results(LONG)
+    assert long["config"]["encodings"] == ["sinusoid", "rope", "nope"]
+    train_len, lens = long["config"]["train_len"], long["config"]["eval_lens"][1:]
+    assert round(100 * summary(long, "nope", train_len)["accuracy_mean"], 1) == 99.7
+    assert round(100 * summary(long, "nope", 64)["beyond_mean"], 1) == 87.3
+    assert_states(CODE, "长度32上均值99.7%", "长度64上均值87.3%")
+    for n in lens:
+        assert compare(length, "nope", long, "nope", n).verdict == "一致"
+        assert (compare(long, "sinusoid", long, "nope", n).verdict, compare(long, "sinusoid", long, "nope", n).sign) == ("一致", 1)
+    in_range = compare(long, "sinusoid", long, "nope", train_len, key="accuracy")
+    more = compare(length, "nope", long, "nope", 64)
+    sin64 = compare(long, "sinusoid", long, "nope", 64)
+    rope64, rope128, rope256 = (compare(long, "rope", long, "nope", n) for n in lens)     # NoPE − RoPE
+    assert (in_range.verdict, in_range.sign) == ("一致", -1)
+    assert (rope64.verdict, rope64.sign, rope64.n_agree) == ("多数", -1, 4)
+    assert (rope128.verdict, rope256.verdict) == ("不足以下结论", "不足以下结论")
+    assert_reading(CODE, "但 5 个种子上仍都比正弦更低（平均差 -0.3", in_range, stated=points(in_range))
+    assert_reading(CODE, "都比 600 步时更高（长度 64 上均值 87.3%", more, stated=points(more))
+    assert_reading(CODE, "仍都是 NoPE 比正弦更高", sin64, stated=points(sin64))
+    assert_reading(CODE, "长度 64 上 NoPE 平均更低，有 1 个种子反向", rope64, stated=points(rope64))
+    assert_reading(CODE, "长度 128、256 上 5 个种子分不出两者的高低", rope256, stated=points(rope256))
+    for page in (CODE, INTERVIEW, QUESTIONS):
+        assert_reading(page, "长度 256 上 5 个种子已分不出它与 RoPE 的高低", rope256, stated=points(rope256))
