@@ -181,7 +181,7 @@ def test_beta2_memory_or_warmup():
     long = load_results(LONG)
     assert long["config"]["steps"] == b["config"]["steps"]
     assert {s: r["eval"] for s, r in runs(b, "paper").items()} == {s: r["eval"] for s, r in runs(long, "paper").items()}
-    assert_states(CODE, "论文设置这一组与[多练4倍](#longer)里的论文设置是同一个运行，逐位相同",
+    assert_states(CODE, "论文设置这一组与[多练4倍](#longer)里的论文设置配置相同，重跑的结果逐位相同",
                   "所以第1000步起三组的学习率逐步相同", "所以这个实验**仍分不出**两种解释")
     slow = (compare(b, "paper", "beta2-999", "perplexity"), compare(b, "paper", "beta2-999", "accuracy"))
     warm = (compare(b, "beta2-999", "beta2-999-warm", "perplexity"), compare(b, "beta2-999", "beta2-999-warm", "accuracy"))
