@@ -10,6 +10,8 @@
     变体    paper      ε_ls = 0.1，β₂ = 0.98（论文的设置）
             no-ls      ε_ls = 0，  β₂ = 0.98（只去掉标签平滑）
             beta2-999  ε_ls = 0.1，β₂ = 0.999（只换 β₂，PyTorch 的默认值）
+            beta2-999-warm  ε_ls = 0.1，β₂ = 0.999，预热 1000 步 = 1/(1−β₂)（只在 beta2 预设里）：
+                       Noam 公式的预热段更长、峰值更低，第 1000 步以后的学习率与另外两种逐步相同
     评估    评估集上教师强制：困惑度 exp(平均 −log p_y)（不含平滑项）、逐词准确率（argmax）、
             平均置信度（max p）与 10 个等宽区间的期望校准误差 ECE；训练集上同样的困惑度与准确率
     β₂ 探针 训练结束时 Σ v̂（Adam 的二阶矩，偏差校正后，对所有参数求和）与最近 50 步梯度平方范数 ‖g‖² 的
@@ -17,7 +19,9 @@
 
 预设：tiny（测试用，几秒）、quick（3 种 × 2 个种子，150 步，约 1 分钟）、full（3 种 × 4 个种子，400 步，
 约 5 分钟，页面用它）、long（只有 paper 与 no-ls，4 个种子，1600 步 = 4 倍，单独运行约 12 分钟，与别的训练同时运行时约 20 分钟；回答「多练几倍会不会
-改变标签平滑的读法」，默认写 results/training-recipe-long.json，不覆盖 full 的结果）。
+改变标签平滑的读法」，默认写 results/training-recipe-long.json，不覆盖 full 的结果）、beta2（paper、beta2-999 与
+beta2-999-warm，4 个种子，1600 步，单独运行约 20 分钟；回答「β₂ = 0.999 吃亏，是因为 v̂ 记得太久，还是因为 100 步的预热
+对它太短」，默认写 results/training-recipe-beta2.json）。
 
 运行：python -m snippets.experiments.training_recipe --preset full   （CPU，单线程）
 """
@@ -46,9 +50,11 @@ MODEL = {"vocab_size": 12, "d_model": 64, "num_heads": 4, "num_layers": 2, "d_ff
          "norm_first": False, "tie_weights": True}
 VARIANTS = {"paper": {"label_smoothing": 0.1, "beta2": 0.98},
             "no-ls": {"label_smoothing": 0.0, "beta2": 0.98},
-            "beta2-999": {"label_smoothing": 0.1, "beta2": 0.999}}
-COMMON = {"variants": list(VARIANTS), "max_tokens": 512, "warmup": 100, "lr_scale": 0.3, "n_train": 1000,
-          "n_eval": 500, "grad_window": 50}
+            "beta2-999": {"label_smoothing": 0.1, "beta2": 0.999},
+            # 预热 ≥ 1/(1−β₂)：v̂ 的有效窗口约 1/(1−β₂) 步，预热至少要覆盖它（RAdam 一节的读法）
+            "beta2-999-warm": {"label_smoothing": 0.1, "beta2": 0.999, "warmup": 1000}}
+COMMON = {"variants": ["paper", "no-ls", "beta2-999"], "max_tokens": 512, "warmup": 100, "lr_scale": 0.3,
+          "n_train": 1000, "n_eval": 500, "grad_window": 50}
 PRESETS = {
     # tiny：只给测试用（几秒钟），结论没有意义
     "tiny": {**COMMON, "seeds": [0], "steps": 4, "warmup": 2, "n_train": 64, "n_eval": 32},
@@ -56,8 +62,11 @@ PRESETS = {
     "full": {**COMMON, "seeds": [0, 1, 2, 3], "steps": 400},
     # long：与 full 相同，只是 4 倍步数，只跑标签平滑的两种变体
     "long": {**COMMON, "variants": ["paper", "no-ls"], "seeds": [0, 1, 2, 3], "steps": 1600},
+    # beta2：β₂ 的两种解释分开量：同样 1600 步，0.999 配 100 步与 1000 步预热
+    "beta2": {**COMMON, "variants": ["paper", "beta2-999", "beta2-999-warm"], "seeds": [0, 1, 2, 3], "steps": 1600},
 }
 LONG_OUT = "training-recipe-long.json"  # long 的默认输出文件，与 full 的文件并存
+BETA2_OUT = "training-recipe-beta2.json"  # beta2 的默认输出文件
 
 
 def corpus_lengths(path: Path = CORPUS) -> list[int]:
@@ -113,8 +122,10 @@ def evaluate(model: Transformer, pairs: list[torch.Tensor], batches: list[list[i
 def run_one(variant: str, seed: int, cfg: dict, lengths: list[int], *, model_cfg: dict | None = None,
             hp: dict | None = None) -> dict:
     """训练并评估一次。model_cfg 覆盖 MODEL 的几项、hp 覆盖变体的超参数：第 10 章的变体扫描用同一个循环
-    （snippets/experiments/variations.py），只改模型的宽度、深度、d_k 或 dropout。"""
+    （snippets/experiments/model_variations.py），只改模型的宽度、深度、d_k 或 dropout。
+    hp 里有 warmup 时它代替 cfg["warmup"]（beta2-999-warm）。"""
     hp = VARIANTS[variant] if hp is None else hp
+    warmup = hp.get("warmup", cfg["warmup"])
     mcfg = {**MODEL, **(model_cfg or {})}
     data_gen = torch.Generator().manual_seed(seed)               # 同一个种子下三种变体看到同样的数据
     train, test = make_pairs(cfg["n_train"], lengths, data_gen), make_pairs(cfg["n_eval"], lengths, data_gen)
@@ -131,7 +142,7 @@ def run_one(variant: str, seed: int, cfg: dict, lengths: list[int], *, model_cfg
             queue = [train_batches[i] for i in torch.randperm(len(train_batches), generator=order_gen).tolist()]
         src, tgt_in, tgt = collate([train[i] for i in queue.pop()])
         for group in opt.param_groups:
-            group["lr"] = cfg["lr_scale"] * noam_lr(step, mcfg["d_model"], cfg["warmup"])
+            group["lr"] = cfg["lr_scale"] * noam_lr(step, mcfg["d_model"], warmup)
         logits = forward(model, src, tgt_in)
         loss = label_smoothed_nll(logits.reshape(-1, mcfg["vocab_size"]), tgt.reshape(-1),
                                   eps=hp["label_smoothing"], ignore_index=PAD)
@@ -143,7 +154,7 @@ def run_one(variant: str, seed: int, cfg: dict, lengths: list[int], *, model_cfg
     v_hat = sum(float(s["exp_avg_sq"].double().sum()) / (1 - hp["beta2"] ** s["step"].item())
                 for s in opt.state.values())
     window = grad_sq[-cfg["grad_window"]:]
-    return {"variant": variant, "seed": seed, **hp, "final_train_loss": statistics.fmean(losses[-20:]),
+    return {"variant": variant, "seed": seed, **hp, "warmup": warmup, "final_train_loss": statistics.fmean(losses[-20:]),
             "eval": evaluate(model, test, test_batches), "train_eval": evaluate(model, train, train_batches),
             "v_hat_over_recent_grad_sq": v_hat / statistics.fmean(window),
             "grad_sq_first_over_last": statistics.fmean(grad_sq[:cfg["grad_window"]]) / statistics.fmean(window)}
@@ -187,7 +198,7 @@ def run(preset: str, cfg: dict) -> dict:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick",
-                           outputs={"long": LONG_OUT})
+                           outputs={"long": LONG_OUT, "beta2": BETA2_OUT})
 
 
 if __name__ == "__main__":

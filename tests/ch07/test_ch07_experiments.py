@@ -14,7 +14,7 @@ from snippets.experiments import length_generalization as lg
 from snippets.experiments import rope_scaling
 from snippets.positional import rope_frequencies, scaled_rope_frequencies
 from snippets.results import load_results
-from snippets.stats import compare_seeds, describe
+from snippets.stats import compare_seeds, describe, summarize
 from tests.support.pages import assert_states, chapter
 from tests.support.verdicts import assert_reading
 
@@ -22,6 +22,8 @@ CH07 = chapter("07")
 CODE = CH07 + "code.md"
 DERIVATION = CH07 + "derivation.md"
 QUESTIONS = CH07 + "questions.md"
+INTERVIEW = CH07 + "interview.md"
+ABSOLUTE = ("sinusoid", "learned", "rope", "alibi")                     # 四种编码；NoPE 另算
 ROOT = Path(__file__).resolve().parents[2]
 LENGTH = ROOT / "results" / "length-generalization.json"
 SCALING = ROOT / "results" / "rope-scaling.json"
@@ -60,6 +62,14 @@ def points(c) -> str:
     return describe(c, " 个点", digits=1, scale=100)
 
 
+def probe_values(data: dict, encoding: str, key: str) -> list[float]:
+    """每个种子（按种子排序）的探针值：key 是前一个词元头的一项，或 ("bucket", k) 第 k 段的准确率。"""
+    runs = sorted((r for r in data["runs"] if r["encoding"] == encoding), key=lambda r: r["seed"])
+    if isinstance(key, tuple):
+        return [r["probe"]["buckets"][key[1]]["accuracy"] for r in runs]
+    return [r["probe"]["heads"][r["probe"]["previous_token_head"]][key] for r in runs]
+
+
 def test_length_file_covers_every_encoding_seed_and_length(length):
     cfg = length["config"]
     assert cfg["encodings"] == lg.ENCODINGS and len(cfg["seeds"]) >= 5
@@ -67,6 +77,14 @@ def test_length_file_covers_every_encoding_seed_and_length(length):
     assert {(r["encoding"], r["seed"]) for r in length["runs"]} == {(e, s) for e in cfg["encodings"] for s in cfg["seeds"]}
     for r in length["runs"]:
         assert [e["length"] for e in r["eval"]] == cfg["eval_lens"]
+        p, n, train_len = r["probe"], max(cfg["eval_lens"]), cfg["train_len"]
+        # 探针与最长评估长度是同一批序列：各段覆盖位置 1 … n−1，超出训练长度的几段按位置数加权 = accuracy_beyond
+        assert p["length"] == n and [(b["start"], b["end"]) for b in p["buckets"]] == lg.position_buckets(n, train_len)
+        assert p["buckets"][0]["start"] == 1 and p["buckets"][-1]["end"] == n
+        beyond = sum(b["accuracy"] * (b["end"] - b["start"]) for b in p["buckets"][1:]) / (n - train_len)
+        assert beyond == pytest.approx(r["eval"][-1]["accuracy_beyond"], abs=1e-12)
+        assert len(p["heads"]) == lg.MODEL["num_layers"] * lg.MODEL["num_heads"]
+        assert p["previous_token_head"] == max(range(len(p["heads"])), key=lambda k: p["heads"][k]["offset1_in_range"])
     for s in length["summary"]:
         mine = [e for r in length["runs"] if r["encoding"] == s["encoding"] for e in r["eval"] if e["length"] == s["length"]]
         acc = [e["accuracy"] for e in mine]
@@ -79,12 +97,21 @@ def test_length_file_covers_every_encoding_seed_and_length(length):
 @pytest.mark.claim("ch07-in-range-equal", paper="§3.5; §6.2, 表 3 (E)", results="results/length-generalization.json",
                    title="训练长度内四种编码都到了天花板",
                    text="在训练长度 32 上，正弦、可学习、RoPE、ALiBi 每个种子的准确率都 ≥ 99.9%、最终训练损失都 < 0.003："
-                        "天花板上分不出高低（正弦对可学习 5 个种子都是 100%，「不足以下结论」），不是表 3 (E) 的额外证据")
+                        "天花板上分不出高低（正弦对可学习 5 个种子都是 100%，「不足以下结论」），不是表 3 (E) 的额外证据；"
+                        "NoPE 没到天花板（均值 92.2%，最终训练损失 0.22–0.25），5 个种子上都比正弦更低（「一致」）")
 def test_in_range_accuracy_is_at_the_ceiling(length):
     train_len = length["config"]["train_len"]
-    for enc in lg.ENCODINGS:
+    for enc in ABSOLUTE:
         assert summary(length, enc, train_len)["accuracy_min"] >= 0.999
-    assert all(r["final_loss"] < 0.003 for r in length["runs"])
+    assert all(r["final_loss"] < 0.003 for r in length["runs"] if r["encoding"] in ABSOLUTE)
+    nope = [r["final_loss"] for r in length["runs"] if r["encoding"] == "nope"]
+    assert round(100 * summary(length, "nope", train_len)["accuracy_mean"], 1) == 92.2
+    assert (round(min(nope), 2), round(max(nope), 2)) == (0.22, 0.25)
+    assert_states(CODE, "NoPE在长度32上均值只有92.2%，最终训练损失约0.22–0.25")
+    nope_in = compare(length, "sinusoid", length, "nope", train_len, key="accuracy")
+    assert (nope_in.verdict, nope_in.sign) == ("一致", -1)
+    assert_reading(CODE, "5 个种子上都比正弦更低（平均差 -7.8", nope_in, stated=points(nope_in))
+    assert_reading(QUESTIONS, "长度 32 上 5 个种子都比正弦更低", nope_in, stated=points(nope_in))
     table3_e = compare(length, "sinusoid", length, "learned", train_len, key="accuracy")
     assert (table3_e.n, table3_e.verdict, table3_e.differences) == (5, "不足以下结论", (0.0,) * 5)
     assert_reading(CODE, "分不出高低（平均差 +0.0", table3_e, stated=points(table3_e))
@@ -140,19 +167,83 @@ def test_extrapolation_results(length):
     sin_vs_learned = compare(length, "learned", length, "sinusoid", 64)
     assert_reading(CODE, "每个评估长度上 5 个种子都是正弦更高", sin_vs_learned, stated=points(sin_vs_learned))
     rope64, rope256 = compare(length, "sinusoid", length, "rope", 64), compare(length, "sinusoid", length, "rope", 256)
-    assert_reading(CODE, "5 个种子都比正弦更高", rope64, stated=points(rope64))
-    assert_reading(CODE, "5 个种子都比正弦更高", rope256, stated=points(rope256))
+    assert_reading(CODE, "5 个种子都比正弦更高（长度 64 上平均差 +82.1", rope64, stated=points(rope64))
+    assert_reading(CODE, "5 个种子都比正弦更高（长度 64 上平均差 +82.1", rope256, stated=points(rope256))
     alibi256, alibi64 = compare(length, "rope", length, "alibi", 256), compare(length, "rope", length, "alibi", 64)
     assert (alibi256.verdict, alibi64.verdict, alibi64.n_agree) == ("一致", "不足以下结论", 5)
     assert_reading(CODE, "都比 RoPE 更高", alibi256, stated=points(alibi256))
-    assert_reading(CODE, "分不出它与 RoPE 的高低", alibi64, stated=points(alibi64))
+    assert_reading(CODE, "这个预算下分不出它与 RoPE 的高低", alibi64, stated=points(alibi64))
     assert_reading(QUESTIONS, "5 个种子都是 ALiBi 更高", alibi256, stated=points(alibi256))
     assert_reading(QUESTIONS, "长度 64 上 5 个种子分不出两者的高低", alibi64, stated=points(alibi64))
 
 
+@pytest.mark.claim("ch07-nope", paper="§3.5 (「may allow the model to extrapolate」); NoPE (Kazemnejad et al. 2023)",
+                   results="results/length-generalization.json", title="不加位置编码（NoPE）的外推",
+                   text="同样 600 步、5 个种子：什么位置编码都不加的 NoPE 在超出训练长度的位置上均值 58.6%、39.7%、26.9%"
+                        "（长度 64、128、256）；每个评估长度上都比正弦、比可学习位置嵌入更高，都比 RoPE、ALiBi 更低（都「一致」）")
+def test_nope_extrapolates_better_than_absolute_encodings(length):
+    lens = length["config"]["eval_lens"][1:]
+    assert [round(100 * summary(length, "nope", n)["beyond_mean"], 1) for n in lens] == [58.6, 39.7, 26.9]
+    assert_states(CODE, "均值58.6%、39.7%、26.9%（长度64、128、256）")
+    for n in lens:
+        for enc, sign in (("sinusoid", 1), ("learned", 1), ("rope", -1), ("alibi", -1)):
+            c = compare(length, enc, length, "nope", n)
+            assert (c.verdict, c.sign) == ("一致", sign), (enc, n)
+    sin64, sin256 = compare(length, "sinusoid", length, "nope", 64), compare(length, "sinusoid", length, "nope", 256)
+    learned64 = compare(length, "learned", length, "nope", 64)
+    rope64, rope256 = compare(length, "rope", length, "nope", 64), compare(length, "rope", length, "nope", 256)
+    assert_reading(CODE, "它在每个评估长度上 5 个种子都比正弦更高（长度 64 上平均差 +45.1", sin64, stated=points(sin64))
+    assert_reading(CODE, "它在每个评估长度上 5 个种子都比正弦更高（长度 64 上平均差 +45.1", sin256, stated=points(sin256))
+    assert_reading(CODE, "它在每个评估长度上 5 个种子都比正弦更高（长度 64 上平均差 +45.1", learned64,
+                   stated=points(learned64))
+    assert_reading(CODE, "NoPE 在每个评估长度上 5 个种子都比 RoPE 更低", rope64, stated=points(rope64))
+    assert_reading(CODE, "NoPE 在每个评估长度上 5 个种子都比 RoPE 更低", rope256, stated=points(rope256))
+    assert_reading(CODE, "NoPE 在每个评估长度上 5 个种子都比正弦更高", sin64, stated=points(sin64))
+    assert_reading(CODE, "训练长度外它在每个评估长度上 5 个种子都比 RoPE 更低", rope256, stated=points(rope256))
+    assert_reading(DERIVATION, "NoPE，在每个评估长度上 5 个种子都比正弦更高", sin64, stated=points(sin64))
+    assert_reading(QUESTIONS, "同一个模型什么位置编码都不加（NoPE）", sin64, stated=points(sin64))
+    assert_reading(QUESTIONS, "对可学习的表也是如此（长度 64 上平均差", learned64, stated=points(learned64))
+    sin_minus_nope = compare(length, "nope", length, "sinusoid", 64)             # 「不如」：正弦 − NoPE
+    assert_reading(QUESTIONS, "两者在训练长度外都不如什么都不加的 NoPE", sin_minus_nope, stated=points(sin_minus_nope))
+    assert_reading(QUESTIONS, "训练长度外它在每个评估长度上 5 个种子都比正弦更高", sin64, stated=points(sin64))
+    assert_reading(QUESTIONS, "但在每个评估长度上 5 个种子都比 RoPE 更低", rope64, stated=points(rope64))
+    assert_reading(INTERVIEW, "都比加正弦编码的更高", sin64, stated=points(sin64))
+    assert_reading(CH07 + "index.md", "NoPE 在每个评估长度上 5 个种子都比正弦更高", sin64, stated=points(sin64))
+    assert_reading(INTERVIEW, "600 步时它在每个评估长度上 5 个种子都比 RoPE 更低", rope64, stated=points(rope64))
+
+
+@pytest.mark.claim("ch07-rope-mechanism", paper="RoFormer; §3.5",
+                   results="results/length-generalization.json", title="RoPE 超出训练长度后，注意力去了哪里",
+                   text="长度 256、5 个种子：RoPE 的准确率按位置一段比一段低（32–63：95.8%，64–127：70.5%，128–255：15.7%，"
+                        "相邻两段都「一致」）；它的前一个词元头在训练长度内把 98.6% 的权重放在前一个词元上，位置 ≥ 32 的查询只剩 "
+                        "43.0%（「一致」），56.7% 落在距离 ≥ 32（训练时从未出现过）的键上；ALiBi 的同一个头落在那里的是 0.0%")
+def test_where_ropes_attention_goes_beyond_the_training_length(length):
+    p = {k: summarize(probe_values(length, "rope", k))
+         for k in ("offset1_in_range", "offset1_beyond", "far_mass_beyond")}
+    buckets = [summarize(probe_values(length, "rope", ("bucket", k))) for k in (1, 2, 3)]
+    assert [round(100 * b.mean, 1) for b in buckets] == [95.8, 70.5, 15.7]
+    assert [round(100 * p[k].mean, 1) for k in p] == [98.6, 43.0, 56.7]
+    alibi_far = probe_values(length, "alibi", "far_mass_beyond")
+    assert max(alibi_far) < 5e-4
+    assert_states(CODE, "位置32–63均值95.8%，64–127是70.5%", "128–255只剩15.7%", "把98.6%的权重放在前一个词元上",
+                  "只剩43.0%", "（均值56.7%）", "落在那里的权重是0.0%")
+    first, second = (compare_seeds(probe_values(length, "rope", ("bucket", k)),
+                                   probe_values(length, "rope", ("bucket", k + 1))) for k in (1, 2))
+    assert_reading(CODE, "比前一段 5 个种子上都更低（平均差 -25.2", first, stated=points(first))
+    assert_reading(CODE, "比前一段 5 个种子上都更低（平均差 -25.2", second, stated=points(second))
+    assert_reading(INTERVIEW, "的准确率比位置 64–127 在 5 个种子上都更低", second, stated=points(second))
+    offset = compare_seeds(probe_values(length, "rope", "offset1_in_range"), probe_values(length, "rope", "offset1_beyond"))
+    assert_reading(CODE, "的查询只剩 43.0%，5 个种子上都更低", offset, stated=points(offset))
+    far = compare_seeds(probe_values(length, "rope", "far_mass_beyond"), alibi_far)
+    assert_reading(CODE, "5 个种子上都比 RoPE 更低（平均差 -56.7", far, stated=points(far))
+    # 对照：ALiBi 的前一个词元头在训练长度内外给前一个词元的权重差不到 3 个点
+    alibi = compare_seeds(probe_values(length, "alibi", "offset1_in_range"), probe_values(length, "alibi", "offset1_beyond"))
+    assert abs(alibi.mean_difference) < 0.03
+
+
 @pytest.mark.claim("ch07-long-run", paper="§3.5 (「may allow the model to extrapolate」)",
                    results="results/length-generalization-long.json", title="再多练 4 倍",
-                   text="只把步数从 600 改成 2400（正弦与 RoPE，同样 5 个种子）：正弦在长度 64、128、256 上都更高（「一致」，"
+                   text="只把步数从 600 改成 2400（正弦、RoPE 与 NoPE，同样 5 个种子）：正弦在长度 64、128、256 上都更高（「一致」，"
                         "64 上均值 21.1%），但每个长度上 RoPE 仍在 5 个种子上都比正弦更高（「一致」）；RoPE 自己多练 4 倍后每个长度上"
                         "都「不足以下结论」（256 上均值 42.8% 与 35.2%）")
 def test_four_times_the_training(length):
@@ -177,7 +268,7 @@ def test_four_times_the_training(length):
     still = compare(long, "sinusoid", long, "rope", 64)               # 2400 步：正弦 → RoPE
     rope = compare(length, "rope", long, "rope", 256)                 # RoPE：600 步 → 2400 步
     for page in (CODE, DERIVATION, QUESTIONS):
-        fragment = "都比 600 步时更高" if page == CODE else "都更高（长度 64 上平均差 +7.6"
+        fragment = "正弦编码在每个评估长度上 5 个种子都比 600 步时更高" if page == CODE else "都更高（长度 64 上平均差 +7.6"
         assert_reading(page, fragment, more, stated=points(more))
     assert_reading(CODE, "仍都比它更高", still, stated=points(still))
     for page in (DERIVATION, QUESTIONS):
@@ -209,12 +300,17 @@ def test_model_uses_the_readers_layers():
         lg.PositionLM("t5", 64, **lg.MODEL)
 
 
-@pytest.mark.slow  # trains 4 tiny models
+@pytest.mark.slow  # trains 5 tiny models
 def test_tiny_smoke_run(tmp_path):
     out = tmp_path / "lg.json"
     assert lg.main(["--preset", "tiny", "--out", str(out)]) == 0
     data = load_results(out)
-    assert data["preset"] == "tiny" and len(data["runs"]) == 4
+    assert data["preset"] == "tiny" and len(data["runs"]) == len(lg.ENCODINGS) == 5
+    for r in data["runs"]:                      # 探针读的是最长评估长度的同一批序列
+        p, n, train_len = r["probe"], data["config"]["eval_lens"][-1], data["config"]["train_len"]
+        beyond = sum(b["accuracy"] * (b["end"] - b["start"]) for b in p["buckets"][1:]) / (n - train_len)
+        assert beyond == pytest.approx(r["eval"][-1]["accuracy_beyond"], abs=1e-12)
+        assert all(0 <= h["far_mass_beyond"] <= 1 for h in p["heads"])
     assert rope_scaling.main(["--preset", "tiny", "--out", str(tmp_path / "rs.json")]) == 0
 
 
@@ -226,5 +322,39 @@ def test_renderer_writes_every_file(tmp_path, length):
     table = (tmp_path / "length-generalization.md").read_text(encoding="utf-8")
     assert "| 正弦 | 64 | 13.5%（12.5–15.0） |" in table and "| ALiBi | 32 | 100.0%（99.9–100.0），全部位置 |" in table
     assert "与初始值的最大差：0（5 个种子）" in table
+    assert "| NoPE | 32 | 92.2%（91.5–92.6），全部位置 |" in table
+    assert "| RoPE | 100.0%（100.0–100.0） | 95.8%（90.4–99.2） | 70.5%（50.8–88.6） | 15.7%（8.3–34.4） |" in table
+    assert "| RoPE | 5 / 5 | 98.6%（97.8–99.2） | 43.0%（24.0–56.8） | 56.7%（43.0–75.9） |" in table
     ch07_positional.render_length_table([], tmp_path)
     assert "尚无测量结果" in (tmp_path / "length-generalization.md").read_text(encoding="utf-8")
+
+
+@pytest.mark.claim("ch07-nope-long", paper="NoPE (Kazemnejad et al. 2023)", results="results/length-generalization-long.json",
+                   title="NoPE 多练 4 倍",
+                   text="2400 步、5 个种子：NoPE 在长度 32 上均值 99.7%（仍比正弦低，「一致」）；超出训练长度的位置上每个评估长度都比 "
+                        "600 步时更高（长度 64 上均值 87.3%，「一致」），仍都比正弦更高（「一致」）；与 RoPE：长度 64 上 RoPE 平均更高"
+                        "（「多数」，1 个种子反向），长度 128、256 上「不足以下结论」")
+def test_nope_four_times_the_training(length):
+    long = load_results(LONG)
+    assert long["config"]["encodings"] == ["sinusoid", "rope", "nope"]
+    train_len, lens = long["config"]["train_len"], long["config"]["eval_lens"][1:]
+    assert round(100 * summary(long, "nope", train_len)["accuracy_mean"], 1) == 99.7
+    assert round(100 * summary(long, "nope", 64)["beyond_mean"], 1) == 87.3
+    assert_states(CODE, "长度32上均值99.7%", "长度64上均值87.3%")
+    for n in lens:
+        assert compare(length, "nope", long, "nope", n).verdict == "一致"
+        assert (compare(long, "sinusoid", long, "nope", n).verdict, compare(long, "sinusoid", long, "nope", n).sign) == ("一致", 1)
+    in_range = compare(long, "sinusoid", long, "nope", train_len, key="accuracy")
+    more = compare(length, "nope", long, "nope", 64)
+    sin64 = compare(long, "sinusoid", long, "nope", 64)
+    rope64, rope128, rope256 = (compare(long, "rope", long, "nope", n) for n in lens)     # NoPE − RoPE
+    assert (in_range.verdict, in_range.sign) == ("一致", -1)
+    assert (rope64.verdict, rope64.sign, rope64.n_agree) == ("多数", -1, 4)
+    assert (rope128.verdict, rope256.verdict) == ("不足以下结论", "不足以下结论")
+    assert_reading(CODE, "但 5 个种子上仍都比正弦更低（平均差 -0.3", in_range, stated=points(in_range))
+    assert_reading(CODE, "都比 600 步时更高（长度 64 上均值 87.3%", more, stated=points(more))
+    assert_reading(CODE, "仍都是 NoPE 比正弦更高", sin64, stated=points(sin64))
+    assert_reading(CODE, "长度 64 上 NoPE 平均更低，有 1 个种子反向", rope64, stated=points(rope64))
+    assert_reading(CODE, "长度 128、256 上 5 个种子分不出两者的高低", rope256, stated=points(rope256))
+    for page in (CODE, INTERVIEW, QUESTIONS):
+        assert_reading(page, "长度 256 上 5 个种子已分不出它与 RoPE 的高低", rope256, stated=points(rope256))

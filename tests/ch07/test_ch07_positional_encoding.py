@@ -316,10 +316,10 @@ def test_alibi_bias_entries():
 
 
 @pytest.mark.claim("ch07-alibi-values", paper="ALiBi (Press et al. 2022)",
-                   title="ALiBi 的 V 里有没有位置信息",
-                   text="ALiBi 只改分数、不碰 V，但权重随位置变化：q = k = 0 时第 h 个头在位置 i 对 j 的权重正比于 "
-                        "exp(−m_h(i − j))，[BOS, c, c, …] 上位置 1 … n−1 的输入相同、输出两两不同（下一层的 V 由它算出）；"
-                        "不加偏置、不加掩码的同一层输出全都相同")
+                   title="ALiBi 的 V 里有没有位置信息：对照是只有因果掩码",
+                   text="[BOS, c, c, …] 上、q = k = 0：只有因果掩码、不加偏置时，第 i 行的权重是均匀的 1/(i + 1)，"
+                        "位置 1 … n−1 的输入相同、输出已经两两不同；加上 ALiBi，权重变成正比于 exp(−m_h(i − j))，"
+                        "输出仍两两不同；掩码与偏置都不加时输出全都相同。把位置带进下一层 V 的是因果掩码，ALiBi 改的是权重的形状")
 def test_alibi_puts_position_into_the_next_layers_values():
     torch.manual_seed(0)
     d, n, h = 16, 10, 4
@@ -330,17 +330,29 @@ def test_alibi_puts_position_into_the_next_layers_values():
             lin.bias.zero_()
     x = torch.randn(1, 1, d, dtype=F64, generator=gen(2)).expand(1, n, d).clone()
     x[0, 0] = torch.randn(d, dtype=F64, generator=gen(3))                 # BOS 与其余的 c 不同
-    out, w = attn(x, x, x)
     i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+
+    def min_gap(out):                                                    # 位置 1 … n−1 两两之间输出的最小距离
+        return ((out[0, 1:, None] - out[0, None, 1:]).norm(dim=-1) + torch.eye(n - 1, dtype=F64)).min().item()
+
+    out, w = attn(x, x, x)                                               # ALiBi + 因果掩码
     for head, m in enumerate(alibi_slopes(h)):
         expected = torch.exp(-m * (i - j)).masked_fill(j > i, 0.0)
         assert torch.allclose(w[0, head], expected / expected.sum(-1, keepdim=True), atol=1e-12)
-    gaps = (out[0, 1:, None] - out[0, None, 1:]).norm(dim=-1) + torch.eye(n - 1, dtype=F64)
-    assert gaps.min().item() > 1e-6                                      # 位置 1 … n−1 输入相同，输出两两不同
+    assert min_gap(out) > 1e-6                                           # 输入相同，输出两两不同
+    causal = PositionalSelfAttention(d, h, position="none").double()     # 对照：同样的权重、同样的掩码，不加偏置
+    causal.load_state_dict(attn.state_dict())
+    out_causal, w_causal = causal(x, x, x)
+    uniform = (j <= i).to(F64) / (i + 1)                                 # 第 i 行：均匀的 1/(i + 1)
+    assert torch.allclose(w_causal[0], uniform.expand(h, n, n), atol=1e-12)
+    assert min_gap(out_causal) > 1e-6                                    # 只有掩码，输出也两两不同
+    assert (w - w_causal).abs().amax(dim=(-2, -1)).min().item() > 1e-3   # ALiBi 改的是每个头的权重形状
     plain = MultiHeadAttention(d, h).double()
     plain.load_state_dict(attn.state_dict())
     out2, _ = plain(x, x, x)                                             # 无偏置、无掩码
     assert (out2[0, 1:] - out2[0, 1]).abs().max().item() < 1e-12
+    assert_states(chapter("07") + "derivation-rope.md", "只有因果掩码、不加偏置时，第i行的权重是均匀的1/(i+1)",
+                  "输出就已经两两不同", "把位置带进下一层V的首先是因果掩码")
 
 
 def test_positional_self_attention_matches_the_readers_attention():

@@ -25,6 +25,7 @@ DERIVATION = CH08 + "derivation.md"
 ROOT = Path(__file__).resolve().parents[2]
 RECIPE = ROOT / "results" / "training-recipe.json"
 LONG = ROOT / "results" / tr.LONG_OUT
+BETA2 = ROOT / "results" / tr.BETA2_OUT
 SCHEDULE = ROOT / "results" / "lr-schedule.json"
 
 
@@ -111,7 +112,7 @@ def test_beta2_comparison(recipe):
     assert (round(min(first_over_last), 2), round(max(first_over_last), 2)) == (0.94, 1.66)
     assert recipe["config"]["warmup"] == 100
     assert_states(CODE, "只有约一半（0.98时接近1）", "之比在0.94–1.66之间", "第2737步",
-                  "本实验分不出「记忆长」与「对这个β₂预热太短」哪个是原因")
+                  "400步的运行分不出「记忆长」与「对这个β₂预热太短」哪个是原因")
     ppl, acc = compare(recipe, "beta2-999", "paper", "perplexity"), compare(recipe, "beta2-999", "paper", "accuracy")
     assert (ppl.verdict, ppl.sign, acc.verdict, acc.sign) == ("一致", -1, "一致", 1)
     assert_reading(CODE, "的困惑度在 4 个种子上都比 $0.999$ 更低", ppl, stated=describe(ppl, digits=3))
@@ -156,6 +157,53 @@ def test_label_smoothing_at_400_steps(recipe):
                        stated=describe(c, digits=digits) if digits else points(c))
 
 
+@pytest.mark.claim("ch08-beta2-warmup", paper="§5.3 (β₂ = 0.98); RAdam (Liu et al. 2020)",
+                   results="results/training-recipe-beta2.json", title="β₂ = 0.999：记得太久，还是预热太短？",
+                   text="1600 步、4 个种子：β₂ = 0.999（100 步预热）与论文设置的困惑度、准确率都「不足以下结论」；给 0.999 配 "
+                        "1000 步 = 1/(1−β₂) 的预热，困惑度在 4 个种子上都比 100 步预热时更高（「一致」），与论文设置「不足以下结论」；"
+                        "第 1000 步起三组学习率逐步相同；实验仍分不出两种解释")
+def test_beta2_memory_or_warmup():
+    b = load_results(BETA2)
+    assert b["kind"] == tr.KIND and b["preset"] == "beta2" and b["provenance"]["git"]["dirty"] is False
+    assert b["config"] == {**tr.PRESETS["beta2"], "optimizer": b["config"]["optimizer"], "threads": 1}
+    assert {(r["variant"], r["seed"]) for r in b["runs"]} == {(v, s) for v in b["config"]["variants"] for s in b["config"]["seeds"]}
+    for r in b["runs"]:                                                  # 每组只改它该改的量
+        assert {"label_smoothing": r["label_smoothing"], "beta2": r["beta2"]} == {
+            k: tr.VARIANTS[r["variant"]][k] for k in ("label_smoothing", "beta2")}
+        assert r["warmup"] == (1000 if r["variant"] == "beta2-999-warm" else 100)
+    assert b["config"]["warmup"] == 100
+    assert round(1 / (1 - tr.VARIANTS["beta2-999-warm"]["beta2"])) == tr.VARIANTS["beta2-999-warm"]["warmup"] == 1000
+    # 第 1000 步起，预热 100 与预热 1000 的学习率逐步相同；之前不同
+    d = b["task"]["d_model"]
+    assert all(noam_lr(step, d, 100) == noam_lr(step, d, 1000) for step in range(1000, b["config"]["steps"] + 1))
+    assert all(noam_lr(step, d, 100) != noam_lr(step, d, 1000) for step in range(1, 1000))
+    # 论文设置这一组与 long 预设的论文设置是同一个运行：逐位相同
+    long = load_results(LONG)
+    assert long["config"]["steps"] == b["config"]["steps"]
+    assert {s: r["eval"] for s, r in runs(b, "paper").items()} == {s: r["eval"] for s, r in runs(long, "paper").items()}
+    assert_states(CODE, "论文设置这一组与[多练4倍](#longer)里的论文设置配置相同，重跑的结果逐位相同",
+                  "所以第1000步起三组的学习率逐步相同", "所以这个实验**仍分不出**两种解释")
+    slow = (compare(b, "paper", "beta2-999", "perplexity"), compare(b, "paper", "beta2-999", "accuracy"))
+    warm = (compare(b, "beta2-999", "beta2-999-warm", "perplexity"), compare(b, "beta2-999", "beta2-999-warm", "accuracy"))
+    warm_paper = compare(b, "paper", "beta2-999-warm", "perplexity")
+    v_hat = compare(b, "paper", "beta2-999", "v_hat_over_recent_grad_sq")
+    assert [c.verdict for c in slow] == ["不足以下结论"] * 2
+    assert (warm[0].verdict, warm[0].sign, warm[1].verdict) == ("一致", 1, "不足以下结论")
+    assert (warm_paper.verdict, v_hat.verdict) == ("不足以下结论", "不足以下结论")
+    assert round(summary(b, "beta2-999")["v_hat_ratio_mean"], 2) == 1.66 and round(summary(b, "paper")["v_hat_ratio_mean"], 2) == 1.08
+    assert min(r["v_hat_over_recent_grad_sq"] for r in runs(b, "beta2-999").values()) > 1
+    assert_reading(CODE, "与论文设置的困惑度 4 个种子看不出高低", slow[0], stated=describe(slow[0], digits=3))
+    assert_reading(CODE, "准确率也看不出（", slow[1], stated=points(slow[1]))
+    assert_reading(CODE, "它的困惑度在 4 个种子上都比 100 步预热的 0.999 更高", warm[0], stated=describe(warm[0], digits=3))
+    assert_reading(CODE, "准确率 4 个种子看不出差别（平均差 -1.2", warm[1], stated=points(warm[1]))
+    assert_reading(CODE, "它与论文设置的困惑度也分不出高低", warm_paper, stated=describe(warm_paper, digits=3))
+    assert_reading(CODE, "看不出两者比值的高低", v_hat, stated=describe(v_hat, digits=2))
+    for page in (INDEX, QUESTIONS):
+        assert_reading(page, "的困惑度已看不出高低" if page == INDEX else "多练到 1600 步，0.999 与 0.98 的困惑度", slow[0],
+                       stated=describe(slow[0], digits=3))
+        assert_reading(page, "都比 100 步预热时更高", warm[0], stated=describe(warm[0], digits=3))
+
+
 def test_schedule_file_matches_the_code():
     data = load_results(SCHEDULE)
     assert data["kind"] == lr_schedule.KIND and data["provenance"]["git"]["dirty"] is False
@@ -180,6 +228,9 @@ def test_tiny_smoke_run(tmp_path):
     assert tr.main(["--preset", "tiny", "--out", str(out)]) == 0
     data = load_results(out)
     assert data["preset"] == "tiny" and len(data["runs"]) == 3
+    assert {r["warmup"] for r in data["runs"]} == {2}                      # 预设的预热
+    warm = tr.run_one("beta2-999-warm", 0, tr.PRESETS["tiny"], tr.corpus_lengths())
+    assert (warm["warmup"], warm["beta2"]) == (1000, 0.999)                # 变体的预热代替预设的
     assert lr_schedule.main(["--preset", "tiny", "--out", str(tmp_path / "lr.json")]) == 0
 
 
@@ -196,6 +247,11 @@ def test_renderer_writes_every_file(tmp_path, recipe):
     ch08_training.render_long_table(data + [{**load_results(LONG), "_file": "results/training-recipe-long.json"}], tmp_path)
     assert "| ε_ls = 0，1600 步 | 1.043（1.024–1.053） | 98.7%（98.3–99.3） |" in (
         tmp_path / "training-recipe-long.md").read_text(encoding="utf-8")
+    ch08_training.render_recipe_table(data + [{**load_results(BETA2), "_file": "results/training-recipe-beta2.json"}], tmp_path)
+    table = (tmp_path / "training-recipe.md").read_text(encoding="utf-8")
+    assert "| 论文 | 1.885（1.620–2.124） | 79.9%（71.7–86.5） | 0.109 |" in table
+    assert "| β₂ 0.999，预热 1000 | 1.144（1.128–1.163） | 97.9%（97.2–98.8） | 1.68（0.68–2.66） |" in table
+    assert "预设 `beta2`" in table
     ch08_training.render_recipe_table([], tmp_path)
     assert "尚无测量结果" in (tmp_path / "training-recipe.md").read_text(encoding="utf-8")
 

@@ -1,9 +1,10 @@
 """第 07 章的图表：results/length-generalization.json 与 results/rope-scaling.json → docs/generated/。
 
-- length-generalization.svg  四种位置编码：训练长度之外的位置上的准确率随评估长度的变化（各种子的均值，
+- length-generalization.svg  四种位置编码与 NoPE：训练长度之外的位置上的准确率随评估长度的变化（各种子的均值，
                              竖线是最小–最大）
-- length-generalization.md   同样的数字：每种编码、每个评估长度，全部位置与只看超出训练长度的位置
-- length-generalization-long.md  long 预设（正弦与 RoPE，4 倍步数）与 full 预设并排：超出训练长度的位置上的准确率
+- length-generalization.md   同样的数字：每种编码、每个评估长度，全部位置与只看超出训练长度的位置；
+                             然后是机制的两张表（最长评估长度上）：按位置分段的准确率，与「前一个词元头」的注意力去向
+- length-generalization-long.md  long 预设（正弦、RoPE 与 NoPE，4 倍步数）与 full 预设并排：超出训练长度的位置上的准确率
 - rope-wavelengths.svg       每一对维度的波长：原始 RoPE、PI、NTK-aware、YaRN、底数 500000（对数纵轴）
 - rope-wavelengths.md        这张图的设定与几个关键数（最短、最长波长，NTK 的新底数，YaRN 的系数）；单次运行（由代码算出）
 
@@ -21,8 +22,8 @@ from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_belo
                                               series_style, write_text)
 
 ENCODING_LABELS = {"sinusoid": "正弦（输入端相加）", "learned": "可学习位置嵌入（输入端相加）",
-                   "rope": "RoPE（旋转 q、k）", "alibi": "ALiBi（分数加线性偏置）"}
-SHORT_LABELS = {"sinusoid": "正弦", "learned": "可学习", "rope": "RoPE", "alibi": "ALiBi"}
+                   "rope": "RoPE（旋转 q、k）", "alibi": "ALiBi（分数加线性偏置）", "nope": "NoPE（只有因果掩码）"}
+SHORT_LABELS = {"sinusoid": "正弦", "learned": "可学习", "rope": "RoPE", "alibi": "ALiBi", "nope": "NoPE"}
 GRID_LABELS = {"rope": "原始 RoPE（底数 10000）", "pi": "位置插值 PI", "ntk": "NTK-aware", "yarn": "YaRN",
                "rope-500k": "底数 500000"}
 
@@ -86,8 +87,41 @@ def render_length_table(results: list[dict], out_dir: Path) -> None:
              f"条新序列；单线程 CPU。可学习位置嵌入表里训练中从未用到的行（第 {c['train_len']} 行起）与初始值的最大差："
              f"{max(learned):g}（{len(learned)} 个种子）。表中长度 {c['train_len']} 一行是全部位置（都在训练长度内），"
              f"其余各行只看第 {c['train_len']} 个位置以后（训练时从未出现过的位置），写作均值（各种子的最小–最大，单位 %）；「正弦」「可学习」加在输入端，"
-             f"RoPE、ALiBi 在注意力里。\n\n")
-    write_text(out_dir, "length-generalization.md", setup + md_table(head, rows) + "\n" + md_caption(r))
+             f"RoPE、ALiBi 在注意力里，NoPE 哪里都不加（只有因果掩码）。\n\n")
+    write_text(out_dir, "length-generalization.md",
+               setup + md_table(head, rows) + "\n" + _mechanism_tables(r) + md_caption(r))
+
+
+def _probes(r: dict, encoding: str) -> list[dict]:
+    """一种编码各种子的探针（最长评估长度上），按种子排序。"""
+    return [x["probe"] for x in sorted(r["runs"], key=lambda x: x["seed"]) if x["encoding"] == encoding]
+
+
+def _mechanism_tables(r: dict) -> str:
+    """机制的两张表：最长评估长度上按查询位置分段的准确率；每个种子的「前一个词元头」把注意力放在哪里。"""
+    c = r["config"]
+    L, first = c["train_len"], _probes(r, c["encodings"][0])[0]
+    buckets = [(b["start"], b["end"]) for b in first["buckets"]]
+    head = ["编码"] + [f"位置 {a}–{b - 1}" for a, b in buckets]
+    rows = []
+    for enc in c["encodings"]:
+        probes = _probes(r, enc)
+        rows.append([SHORT_LABELS[enc]] + [_spread([p["buckets"][k]["accuracy"] for p in probes])
+                                           for k in range(len(buckets))])
+    text = (f"**机制。** 长度 {first['length']} 上（与上表同一批 {c['eval_sequences']} 条序列），按查询位置分段的准确率；"
+            f"第一段 1–{L - 1} 在训练长度内，其余各段训练时从未出现过：\n\n" + md_table(head, rows) + "\n")
+    head = ["编码", "头在第 2 层", f"偏移 −1 的权重：位置 1–{L - 1}", f"位置 ≥ {L}", f"距离 ≥ {L} 的键"]
+    rows = []
+    for enc in c["encodings"]:
+        chosen = [p["heads"][p["previous_token_head"]] for p in _probes(r, enc)]
+        rows.append([SHORT_LABELS[enc], f"{sum(h['layer'] == 1 for h in chosen)} / {len(chosen)}"]
+                    + [_spread([h[k] for h in chosen]) for k in ("offset1_in_range", "offset1_beyond", "far_mass_beyond")])
+    text += (f"每个种子的「前一个词元头」：两层共 {len(first['heads'])} 个头里，在位置 1–{L - 1} 上给偏移 −1 的键"
+             f"（前一个词元）权重最大的那一个。表中是它的注意力权重，对 {c['eval_sequences']} 条序列和各查询位置取平均："
+             f"偏移 −1 上的权重分训练长度内、外；最后一列是位置 ≥ {L} 的查询落在距离 ≥ {L} 的键"
+             f"（训练时从未出现过的距离）上的权重之和。写作均值（各种子的最小–最大，单位 %）；「头在第 2 层」是这个头在第 2 层的种子数。\n\n"
+             + md_table(head, rows) + "\n")
+    return text
 
 
 def render_long_table(results: list[dict], out_dir: Path) -> None:

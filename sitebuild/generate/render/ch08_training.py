@@ -4,7 +4,8 @@
 - lr-schedule.md          这张图的设定与两个峰值（由 snippets.training.noam_lr 算出，不是测量；单次运行）
 - training-recipe.md      三种变体（论文设置、去掉标签平滑、β₂ = 0.999）在评估集上的困惑度、准确率、ECE，
                           以及 β₂ 探针（v̂ 与最近梯度平方之比）；均值都带各种子的最小–最大（逐种子的 runs
-                          经 snippets.stats.summarize 算出）
+                          经 snippets.stats.summarize 算出）。有 beta2 预设的结果时，后面再接一张表：
+                          1600 步时论文设置、β₂ = 0.999 配 100 步预热、β₂ = 0.999 配 1000 步预热
 - training-batching.md    同一个训练集按长度分批与不排序装批的批数与填充浪费
 - training-recipe-long.md long 预设（4 倍步数）与 full 并排：标签平滑的两种变体
 
@@ -20,8 +21,8 @@ from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_belo
                                               write_text)
 
 VARIANT_LABELS = {"paper": "论文设置（ε_ls 0.1，β₂ 0.98）", "no-ls": "去掉标签平滑（ε_ls 0）",
-                  "beta2-999": "β₂ = 0.999（ε_ls 0.1）"}
-SHORT = {"paper": "论文", "no-ls": "ε_ls = 0", "beta2-999": "β₂ 0.999"}
+                  "beta2-999": "β₂ = 0.999（ε_ls 0.1）", "beta2-999-warm": "β₂ = 0.999，预热 1000 步（ε_ls 0.1）"}
+SHORT = {"paper": "论文", "no-ls": "ε_ls = 0", "beta2-999": "β₂ 0.999", "beta2-999-warm": "β₂ 0.999，预热 1000"}
 
 
 def _pct(x: float) -> str:
@@ -95,7 +96,28 @@ def render_recipe_table(results: list[dict], out_dir: Path) -> None:
     text = (_setup(r) + "评估集上教师强制：困惑度只含 −log p_y（不含平滑项），写作均值（各种子的最小–最大）；"
             "ECE 是 10 个置信度区间的期望校准误差，各种子的均值，下一列是它的最小–最大。\n\n")
     tail = (f"\nβ₂ 探针（训练结束时 Σ v̂ 与最近 {r['config']['grad_window']} 步 ‖g‖² 均值之比，各种子的均值（最小–最大））：{probe}。\n\n")
-    write_text(out_dir, "training-recipe.md", text + md_table(head, rows) + tail + md_caption(r))
+    beta2 = pick(results, "training-recipe", ("beta2",))
+    sources = (r,) if beta2 is None else (r, beta2)
+    write_text(out_dir, "training-recipe.md",
+               text + md_table(head, rows) + tail + _beta2_table(beta2) + md_caption(*sources))
+
+
+def _beta2_table(r: dict | None) -> str:
+    """beta2 预设：同样的步数，β₂ = 0.999 配 100 步与 1000 步预热，对照论文设置。没有这个文件时为空。"""
+    if r is None:
+        return ""
+    c = r["config"]
+    rows = []
+    for v in c["variants"]:
+        warmup = _runs(r, v)[0]["warmup"]
+        label = SHORT[v] if v == "beta2-999-warm" else f"{SHORT[v]}，预热 {warmup}"
+        rows.append([label, _spread(r, v, "perplexity", False), _spread(r, v, "accuracy", True),
+                     mean_range([x["v_hat_over_recent_grad_sq"] for x in _runs(r, v)], ".2f")])
+    text = (f"**β₂ 与预热（`--preset beta2`）。** 设置同上，只是 {c['steps']} 步、种子 {c['seeds']}；"
+            f"β₂ = 0.999 一组配论文的 {c['warmup']} 步预热，另一组配 1000 步 = 1/(1 − β₂)。公式 (3) 在预热之后只按 "
+            "1/√step 衰减、与预热步数无关，所以第 1000 步起三组的学习率逐步相同，只有前 1000 步不同（预热 1000 的一组"
+            "线性上升到较低的峰值）。困惑度、准确率同上表；最后一列是 β₂ 探针。均值（各种子的最小–最大）。\n\n")
+    return text + md_table(["变体", "困惑度", "准确率", "Σv̂ / 最近 ‖g‖²"], rows) + "\n"
 
 
 def render_batching_table(results: list[dict], out_dir: Path) -> None:
