@@ -24,7 +24,8 @@ import pytest
 from sitebuild.generate import figures
 from sitebuild.generate.render import (_style, ch02_copy_task, ch03_additive, ch03_qk_gradient, ch04_heads,
                                        ch05_depth, ch06_tokens, ch07_positional, ch08_training, ch09_decoding,
-                                       ch10_variations, ch11_attnres, ch12_inference, ch13_long_context, ch13_sinks)
+                                       ch10_variations, ch11_attnres, ch12_inference, ch13_long_context, ch13_sinks,
+                                       page_reading)
 from snippets.results import RESULTS_DIR, load_all
 from snippets.stats import summarize
 
@@ -60,6 +61,7 @@ PER_SEED = {
     "toy-translation-averaging.md": ch09_decoding.render_averaging_table,
     "ch12-kv-quant.md": ch12_inference.render_kv_quant,
     "ch12-serving.md": ch12_inference.render_serving,
+    "reading-example.md": page_reading.render_example,
 }
 # tables from a multi-seed results file that aggregate no seeds: the probe's other parts (timings, memory,
 # block sizes: one measurement per point) and the batching of seed 0's training set

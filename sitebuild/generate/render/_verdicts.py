@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from snippets.stats import SeedComparison
 
-HEAD = ["平均差", "95% 区间", "同向的种子", "结论"]
 
 
 def signed(x: float, scale: float = 1.0, digits: int = 1) -> str:

@@ -14,7 +14,7 @@ import math
 from pathlib import Path
 
 from sitebuild.generate.render._style import NO_RESULTS, md_caption, md_table, pick, write_text
-from sitebuild.generate.render._verdicts import HEAD, cells, per_seed_rows
+from sitebuild.generate.render._verdicts import cells, per_seed_rows
 from snippets.stats import compare_seeds, describe, t_quantile
 
 SEED_COUNTS = range(2, 11)
@@ -53,8 +53,10 @@ def render_example(results: list[dict], out_dir: Path) -> None:
         c, tokens = comparison(r, metric)
         steps = r["config"]["steps"]
         pct = lambda x: f"{x * scale:.1f}"  # noqa: E731
-        seed_table = md_table(["种子", "不平滑", "平滑 0.1", "差（平滑 − 不平滑）"], per_seed_rows(c, pct, scale))
-        verdict_table = md_table(HEAD, [cells(c, scale)])
+        mean, interval, agree, verdict = cells(c, scale)
+        rows = per_seed_rows(c, pct, scale) + [["平均", "", "", f"{mean}（95% 区间 {interval}）"]]
+        seed_table = md_table(["种子", "不平滑", "平滑 0.1", "差（平滑 − 不平滑）"], rows)
+        verdict_table = f"同向的种子：{agree}；结论：**{verdict}**。\n"
         resolution = f"，一个词元是 {100 / tokens:.3f} 个点" if metric == "accuracy" else ""
         parts.append(f"**{label}，{steps} 步**（单位：百分点；评估集 {tokens} 个词元{resolution}）：\n\n"
                      f"{seed_table}\n{verdict_table}\n"
