@@ -20,7 +20,7 @@ from tests.support.pages import assert_states, chapter
 from tests.support.verdicts import assert_reading
 
 CH12 = chapter("12")
-CODE = CH12 + "code.md"
+CODE = CH12 + "experiments.md"  # the measurements' page (split off code.md)
 CACHE = CH12 + "derivation-cache.md"
 QUESTIONS = CH12 + "questions.md"
 

@@ -312,9 +312,11 @@ def test_pdf_size_pages_outline_and_light_palette(book):
     path, info = book
     markdown_chars = sum(len(p.read_text(encoding="utf-8")) for p in (ROOT / "docs/chapters").glob("*/*.md"))
     assert info["pages"] >= markdown_chars / 3000, (info, markdown_chars)
-    # 15 MB for seven chapters (fonts, figures as vectors), then 1.5 MB a chapter
+    # 15 MB for seven chapters (fonts, figures as vectors), then 1.5 MB a chapter; the base grew by 1.5 MB on
+    # 2026-12-07 for the pages that are no chapter's (怎样读本书的实验, 与 PyTorch、Hugging Face 逐项对照) and the
+    # 45 exercises (24.3 MB in all for 13 chapters, measured by this test in a clean clone)
     chapters = sum(1 for part in pdf.part_starts() if part.startswith("chapters-"))
-    assert info["bytes"] <= 4.5e6 + 1.5e6 * chapters, (info, chapters)
+    assert info["bytes"] <= 6.0e6 + 1.5e6 * chapters, (info, chapters)
     assert b"/Outlines" in path.read_bytes()  # bookmarks
     # a chapter page rendered small: light paper, dark text (never the slate palette)
     pgm = subprocess.run(["pdftoppm", "-r", "20", "-gray", "-f", "3", "-l", "3", str(path)],
