@@ -100,8 +100,8 @@ class PositionwiseFeedForward(nn.Module):
         super().__init__()
         self.linear1 = nn.Linear(d_model, d_ff)     # W1: (d_model -> d_ff), b1: (d_ff,)
         self.linear2 = nn.Linear(d_ff, d_model)     # W2: (d_ff -> d_model), b2: (d_model,)
-        # 两层之间的 dropout 论文 §5.4 没有写；它来自 tensor2tensor 的 relu_dropout，
-        # torch.nn.TransformerEncoderLayer 也放在这里
+        # 两层之间的 dropout 论文 §5.4 没有写；tensor2tensor 的开关 relu_dropout 在论文时期的
+        # transformer_base_v1 里是 0.0。这里与 torch.nn.TransformerEncoderLayer 一样用同一个 p（一个偏离）
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
