@@ -260,6 +260,28 @@ def test_rope_long_term_decay():
     assert_states(ROPE_PAGE, "约56", "约6.5")
 
 
+@pytest.mark.claim("ch07-rope-decay-correlated", paper="RoFormer §3.4.3; Barbero et al. 2024",
+                   title="远程衰减说的是相关的 q、k",
+                   text="RoPE 的旋转 R_k 的迹是 Σ2cos(kθ_i)：q = k ~ N(0, I) 时期望分数 E[qᵀR_k q] 正是远程衰减那条曲线；"
+                        "q、k 独立、零均值时任何偏移上的期望分数都是 0")
+def test_rope_decay_describes_correlated_queries_and_keys():
+    d, offsets = 16, torch.tensor([0, 1, 5, 37, 300])
+    theta = rope_frequencies(d, dtype=F64)
+    eye = torch.eye(d, dtype=F64)
+    for k in offsets.tolist():
+        # R_k 的第 j 列 = 把第 j 个基向量转过 k 个位置；E[qᵀ R_k q] = tr(R_k)（q ~ N(0, I)）
+        rotation = apply_rope(eye, positions=torch.full((d,), k)).T     # (d, d)
+        assert torch.trace(rotation).item() == pytest.approx(2 * torch.cos(k * theta).sum().item(), abs=1e-12)
+    # 独立零均值：E[qᵀ R_k k] = E[q]ᵀ R_k E[k] = 0；用对称的样本集（每个 k 与 −k 成对）精确地看到它
+    g = torch.Generator().manual_seed(0)
+    q = torch.randn(64, d, generator=g, dtype=F64)
+    keys = torch.randn(64, d, generator=g, dtype=F64)
+    for k in offsets.tolist():
+        rotated = apply_rope(torch.cat([keys, -keys]), positions=torch.full((128,), k))
+        assert (q @ rotated.T).mean().abs().item() < 1e-12
+    assert_states(ROPE_PAGE, "trR_k=", "谈不上衰减")
+
+
 @pytest.mark.claim("ch07-rope-base", paper="Llama 3 (rope_theta = 500000)",
                    title="底数 10000 与 500000",
                    text="d = 128 时最长波长 2π·b^(126/128)：b = 10000 约 5.44 万，b = 500000 约 256 万")
