@@ -174,6 +174,32 @@ def test_two_conventions_and_their_exact_relation():
     assert_states(DERIVATION, "0.925", "\\epsilon=\\epsilon'\\cdotK/(K-1)", r"2.7\times10^{-6}")
 
 
+@pytest.mark.claim("ch08-ls-implementations", paper="§5.4; tensor2tensor; The Annotated Transformer",
+                   title="四份实现的标签平滑分布",
+                   text="tensor2tensor 与 fairseq 给目标类 1 − ε、其余每类 ε/(K − 1)，tensor2tensor 记下的损失减去目标分布的熵"
+                        "（最优解处为 0）；The Annotated Transformer 给其余 K − 2 类各 ε/(K − 2)、填充类 0；三种分布各自的和都是 1")
+def test_four_implementations_of_label_smoothing():
+    k, eps, pad = 6, 0.1, 0
+    target = torch.tensor([3])
+    # tensor2tensor（smoothing_cross_entropy）与 fairseq：目标 1 − ε，其余 ε/(K − 1)
+    t2t = torch.full((1, k), eps / (k - 1), dtype=F64).scatter_(1, target[:, None], 1 - eps)
+    # The Annotated Transformer（LabelSmoothing）：ε/(K − 2)，填充类 0
+    annotated = torch.full((1, k), eps / (k - 2), dtype=F64).scatter_(1, target[:, None], 1 - eps)
+    annotated[:, pad] = 0
+    for dist in (t2t, annotated):
+        assert dist.sum().item() == pytest.approx(1.0, abs=1e-15)
+    # fairseq 的写法 (1 − ε − ε/(K−1))·NLL + ε/(K−1)·Σ(−log p) 就是对 t2t 分布的交叉熵
+    logits = torch.randn(1, k, generator=gen(3), dtype=F64)
+    log_p = logits.log_softmax(-1)
+    assert fairseq_label_smoothed_loss(logits, target, eps).item() == pytest.approx(
+        -(t2t * log_p).sum().item(), abs=1e-12)
+    # t2t 记下的损失 = 交叉熵 − 目标分布的熵：在 p = 目标分布处恰为 0，别处为正（就是 KL）
+    entropy = -(t2t * t2t.log()).sum()
+    logged = lambda lp: (-(t2t * lp).sum() - entropy).item()  # noqa: E731
+    assert logged(t2t.log()) == pytest.approx(0.0, abs=1e-12) and logged(log_p) > 0
+    assert_states(DERIVATION, "\\epsilon/(K-2)", "clip_grad_norm=0.", "NoamOpt(d_model,2,4000,…)")
+
+
 @pytest.mark.claim("ch08-ls-padding", paper="§5.4", title="填充位置不进损失，也不进分母",
                    text="target 等于 ignore_index 的位置对损失的值和梯度都没有贡献，平均只在其余位置上取；"
                         "把填充算进分母会让损失随填充比例变小")
