@@ -86,7 +86,10 @@ GLOSSARY_LINK = re.compile(r"\]\((chapters/[^)]+)\)")
 # (interview/ch01/ is under "interview/*"). Measured: tools/history.md, 2026-12-04 (search ranking,
 # eighth and tenth passes).
 RESTATING = {"cheatsheet": 0.5, "glossary": 0.5, "guide": 0.5, "": 0.5, "chapters/*/view-2026": 0.7,
-             "chapters/*/interview": 0.5, "chapters/*/code": 0.8}
+             "chapters/*/interview": 0.5, "chapters/*/code": 0.8,
+             # a 代码与实验 page's parts that have a page of their own (chapter 12's experiments, the exercises
+             # of chapters 01 and 12) keep the weight they had on it
+             "chapters/*/experiments": 0.8, "chapters/*/exercises": 0.8}
 SECTION_BOOST = {**RESTATING, "verification": 0.13, "errata": 0.13, "notebooks": 0.13}
 PAGE_BOOST = {**RESTATING, "interview": 0.5, "notebooks": 0.4, "verification/*": 0.13, "interview/*": 0.06}
 # The question bank includes every chapter's questions.md, which the chapter includes too:

@@ -330,7 +330,7 @@ def test_renderer_writes_every_file(tmp_path, length):
 
 
 @pytest.mark.claim("ch07-nope-long", paper="NoPE (Kazemnejad et al. 2023)", results="results/length-generalization-long.json",
-                   title="NoPE 多练 4 倍",
+                   title="NoPE 训练 2400 步：外推与 RoPE、正弦的比较",
                    text="2400 步、5 个种子：NoPE 在长度 32 上均值 99.7%（仍比正弦低，「一致」）；超出训练长度的位置上每个评估长度都比 "
                         "600 步时更高（长度 64 上均值 87.3%，「一致」），仍都比正弦更高（「一致」）；与 RoPE：长度 64 上 RoPE 平均更高"
                         "（「多数」，1 个种子反向），长度 128、256 上「不足以下结论」")
