@@ -200,6 +200,28 @@ def test_four_implementations_of_label_smoothing():
     assert_states(DERIVATION, "\\epsilon/(K-2)", "clip_grad_norm=0.", "NoamOpt(d_model,2,4000,…)")
 
 
+@pytest.mark.claim("ch08-ls-vs-confidence-penalty", paper="§5.4; Pereyra et al. 2017",
+                   title="标签平滑与置信度惩罚：KL 的两个方向",
+                   text="标签平滑的损失 = (1 − ε)·NLL + ε·(KL(u‖p) + log K)；置信度惩罚 NLL − β·H(p) = NLL + β·KL(p‖u) − β·log K")
+def test_label_smoothing_and_confidence_penalty_are_the_two_kls():
+    g = gen(4)
+    k, eps, beta = 7, 0.1, 0.3
+    logits = torch.randn(5, k, generator=g, dtype=F64)
+    target = torch.randint(0, k, (5,), generator=g)
+    log_p = logits.log_softmax(-1)
+    p = log_p.exp()
+    nll = -log_p.gather(-1, target[:, None]).squeeze(-1)                       # (5,)
+    u = torch.full_like(p, 1 / k)
+    kl_up = (u * (u.log() - log_p)).sum(-1)                                   # KL(u‖p)
+    kl_pu = (p * (log_p - u.log())).sum(-1)                                   # KL(p‖u)
+    entropy = -(p * log_p).sum(-1)
+    ours = label_smoothed_nll(logits, target, eps)
+    assert ours.item() == pytest.approx(((1 - eps) * nll + eps * (kl_up + math.log(k))).mean().item(), abs=1e-12)
+    assert (nll - beta * entropy).mean().item() == pytest.approx(
+        (nll + beta * kl_pu - beta * math.log(k)).mean().item(), abs=1e-12)
+    assert_states(CH08 + "questions.md", r"KL(p\|u)=\logK-H(p)")
+
+
 @pytest.mark.claim("ch08-ls-padding", paper="§5.4", title="填充位置不进损失，也不进分母",
                    text="target 等于 ignore_index 的位置对损失的值和梯度都没有贡献，平均只在其余位置上取；"
                         "把填充算进分母会让损失随填充比例变小")
