@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from snippets import rnn
-from snippets.exercises.core import Case, Exercise, Property, matches_reference, raises, randn, register
+from snippets.exercises.core import DEVICE, Case, Exercise, Property, matches_reference, raises, randn, register
 
 PAGE = "01-why-attention/rnn.md"
 GRAD = "瓶颈二长距离依赖的梯度衰减"
@@ -100,7 +100,7 @@ def _make_forward(rng, batch, n, d_in, d_h, dtype, with_h0=False):
 
 
 def _make_bad_forward(rng):
-    return Case((torch.zeros(2, 0, 3, dtype=torch.float64),) + _weights(rng, 3, 4, torch.float64),
+    return Case((torch.zeros(2, 0, 3, dtype=torch.float64, device=DEVICE),) + _weights(rng, 3, 4, torch.float64),
                 note="x 是空序列（n = 0）")
 
 

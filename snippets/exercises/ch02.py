@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from snippets import attention, transformer
-from snippets.exercises.core import Case, Exercise, Failure, Property, Text, matches_reference, raises, randn, register
+from snippets.exercises.core import DEVICE, Case, Exercise, Failure, Property, Text, matches_reference, raises, randn, register
 
 DECODER = "02-architecture/derivation-decoder.md"
 CODE = ("02-architecture/code.md", "code")
@@ -33,7 +33,7 @@ register(Exercise(
 ''',
     properties=[
         Property("matches", "对角线及其下方为 True、上方为 False，dtype 为 bool",
-                 "位置 i 能看自己（对角线为 True），不能看 j > i；用 torch.ones(n, n, dtype=torch.bool).tril()。",
+                 "位置 i 能看自己（对角线为 True），不能看 j > i；用 torch.ones(n, n, dtype=torch.bool).tril()（在模型里用时加 device=，与输入放在同一设备上）。",
                  DECODER, "three-attentions", lambda rng, n: Case((n,)), matches_reference(),
                  dims={"n": [1, 2, 3, 4, 7]}, tries=5),
         Property("bad-n", "n 不是正整数：TypeError/ValueError，并写出参数名 n",
@@ -55,7 +55,7 @@ def _make_lengths(rng, batch, n):
 
 
 def _make_bad_lengths(rng, which):
-    lengths = [torch.tensor([2, 5]), torch.tensor([2.0, 3.0])][which]
+    lengths = [torch.tensor([2, 5], device=DEVICE), torch.tensor([2.0, 3.0], device=DEVICE)][which]
     return Case((lengths, 4), note=["lengths 里的 5 超过 n = 4", "lengths 是浮点张量"][which])
 
 
@@ -112,7 +112,7 @@ def _make_layer(rng, batch, m, n, heads, dtype, with_mask=False):
     y, memory = randn(rng, batch, m, 4 * heads, dtype=dtype), randn(rng, batch, n, 4 * heads, dtype=dtype)
     if not with_mask:
         return Case((layer, y, memory), show=_show(layer, y, memory))
-    mask = attention.padding_mask(torch.tensor([max(1, n - 1)] + [n] * (batch - 1)), n)  # (batch, 1, n)
+    mask = attention.padding_mask(torch.tensor([max(1, n - 1)] + [n] * (batch - 1), device=DEVICE), n)  # (batch, 1, n)
     return Case((layer, y, memory), {"memory_mask": mask}, show=_show(layer, y, memory, mask),
                 note="第一条源句的最后一个位置是填充")
 

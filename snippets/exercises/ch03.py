@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from snippets import attention, softmax
-from snippets.exercises.core import Case, Exercise, Failure, Property, compare, matches_reference, raises, randn, register
+from snippets.exercises.core import DEVICE, Case, Exercise, Failure, Property, compare, matches_reference, raises, randn, register
 
 PAGE = "03-scaled-dot-product/derivation-softmax.md"
 WHY_SQRT = "03-scaled-dot-product/derivation.md"
@@ -39,7 +39,7 @@ def _make_rows_apart(rng, n_q, n_k, dtype):
 
 
 def _make_bad_softmax(rng, which):
-    z = [torch.tensor([[1, 2, 3]]), torch.empty(2, 0)][which]
+    z = [torch.tensor([[1, 2, 3]], device=DEVICE), torch.empty(2, 0, device=DEVICE)][which]
     return Case((z,), note=["整数张量", "最后一维为空"][which])
 
 

@@ -407,8 +407,12 @@ def raises(argument: str, errors=(ValueError, TypeError)) -> Callable:
     return run
 
 
+# 检查器自己造输入：随机数发生器（torch.Generator）在 CPU 上，读者的函数也在 CPU 上跑，所以输入都建在这里
+DEVICE = torch.device("cpu")
+
+
 def randn(rng: torch.Generator, *shape, dtype=torch.float64, scale: float = 1.0) -> torch.Tensor:
-    return torch.randn(*shape, generator=rng, dtype=dtype) * scale
+    return torch.randn(*shape, generator=rng, dtype=dtype, device=DEVICE) * scale
 
 
 def signature_of(exercise: Exercise) -> str:

@@ -272,7 +272,8 @@ def test_rope_decay_describes_correlated_queries_and_keys():
         # R_k 的第 j 列 = 把第 j 个基向量转过 k 个位置；E[qᵀ R_k q] = tr(R_k)（q ~ N(0, I)）
         rotation = apply_rope(eye, positions=torch.full((d,), k)).T     # (d, d)
         assert torch.trace(rotation).item() == pytest.approx(2 * torch.cos(k * theta).sum().item(), abs=1e-12)
-    # 独立零均值：E[qᵀ R_k k] = E[q]ᵀ R_k E[k] = 0；用对称的样本集（每个 k 与 −k 成对）精确地看到它
+    # 独立零均值时 E[qᵀ R_k k] = E[q]ᵀ R_k E[k] = 0，靠的是 R_k 作用是线性的：对称的样本集（每个 k 与 −k 成对）
+    # 上平均分数恰为 0；apply_rope 若带上与输入无关的项（不再是旋转），这里就不为 0
     g = torch.Generator().manual_seed(0)
     q = torch.randn(64, d, generator=g, dtype=F64)
     keys = torch.randn(64, d, generator=g, dtype=F64)
