@@ -202,7 +202,8 @@ def run_one(seed: int, cfg: dict, test: list[tuple[str, str]]) -> dict:
     averaged.load_state_dict(average_checkpoints(checkpoints[-cfg["average_k"]:]))
     srcs, refs = [s for s, _ in test], [t for _, t in test]
     out = {"seed": seed, "final_train_loss": statistics.fmean(losses[-20:]),
-           "test_sentences_seen_in_training": len(seen) / len(test_src), "methods": {}, "test_loss": {}}
+           "test_sentences_seen_in_training": len(seen) / len(test_src), "methods": {}, "test_loss": {},
+           "hypotheses": {}}
     for name, model_ in (("last", last), ("averaged", averaged)):
         model_.eval()
         with torch.no_grad():
@@ -210,6 +211,7 @@ def run_one(seed: int, cfg: dict, test: list[tuple[str, str]]) -> dict:
     for method in METHODS:
         hyps = translate(averaged if method.startswith("avg") else last, srcs, method, cfg["max_extra"])
         out["methods"][method] = score(hyps, refs)
+        out["hypotheses"][method] = hyps                                    # 逐句保存：BLEU 差按句子配对重抽（sacreBLEU）
         if method == "beam4-lp":
             out["examples"] = [{"source": s, "reference": r, "hypothesis": h}
                                for s, r, h in list(zip(srcs, refs, hyps))[:3]]
@@ -234,6 +236,7 @@ def run(preset: str, cfg: dict) -> dict:
     runs = [run_one(seed, cfg, test) for seed in tqdm(cfg["seeds"], desc=KIND, file=sys.stderr, unit="seed")]
     return {"task": {"name": "synthetic-svo-to-sov", "vocab_size": len(VOCAB), **MODEL,
                      "label_smoothing": 0.1, "beam_size": 4, "alpha": 0.6},
+            "test_set": {"sources": [s for s, _ in test], "references": [t for _, t in test]},
             "config": {**cfg, "optimizer": "Adam(betas=(0.9, 0.98), eps=1e-9)", "threads": 1},
             "runs": runs, "summary": summarize(runs)}
 
