@@ -181,44 +181,35 @@ def alibi_bias(n_heads: int, n: int, device: torch.device | str | None = None) -
 
 
 # --8<-- [start:context-extension]
-def scaled_rope_frequencies(d: int, base: float, method: str, factor: float, original_len: int = 4096,
-                            alpha: float = 1.0, beta: float = 32.0, *, ramp: str = "rotations",
-                            low_freq_factor: float = 1.0, high_freq_factor: float = 4.0,
+def scaled_rope_frequencies(d: int, base: float, method: str, factor: float, original_len: int | None = None,
+                            alpha: float | None = None, beta: float | None = None, *, ramp: str | None = None,
+                            low_freq_factor: float | None = None, high_freq_factor: float | None = None,
                             device: torch.device | str | None = None) -> torch.Tensor:
     """上下文扩展后的 RoPE 角频率 θ'_i，返回 (d/2,)（float64，放在 device 上）。factor = s = 新长度 / 原长度，
-    original_len = L 是原来的训练长度。每种方法只读自己的参数：
+    original_len = L 是原来的训练长度（默认 4096）。每种方法只读自己的参数，给了别的方法的参数就报错：
 
-    "pi"     位置插值：θ'_i = θ_i / s（等价于把位置 m 换成 m/s）
-    "ntk"    NTK-aware：不动位置，换底数 base' = base · s^(d/(d−2))
+    "pi"     位置插值：θ'_i = θ_i / s（等价于把位置 m 换成 m/s）；只读 factor
+    "ntk"    NTK-aware：不动位置，换底数 base' = base · s^(d/(d−2))；只读 factor
     "yarn"   YaRN 的 NTK-by-parts：θ'_i = (1 − γ_i)·θ_i/s + γ_i·θ_i，γ 从 0（除以 s）升到 1（不动）。
-             r_i = L/λ_i 是第 i 对在原长度 L 内转过的圈数。ramp 选 γ 怎样上升：
-             "rotations"（论文的公式）γ = clamp((r − α)/(β − α), 0, 1)，在圈数 r 上线性；
+             r_i = L/λ_i 是第 i 对在原长度 L 内转过的圈数；读 original_len、alpha（默认 1）、beta（默认 32）、ramp。
+             ramp 选 γ 怎样上升：
+             "rotations"（论文的公式，默认）γ = clamp((r − α)/(β − α), 0, 1)，在圈数 r 上线性；
              "index"（官方代码、Hugging Face、vLLM）先求 r = β、r = α 落在第几对：
              i(r) = d·ln(L/(2π r)) / (2·ln base)，取 low = ⌊i(β)⌋、high = ⌈i(α)⌉，
              γ = 1 − clamp((i − low)/(high − low), 0, 1)，在维度对的编号 i 上线性。
     "llama3" Llama 3.1（Hugging Face 的 rope_type="llama3"）：波长 λ_i < L/high_freq_factor 的不动，
              λ_i > L/low_freq_factor 的除以 s，中间 γ = (L/λ_i − low)/(high − low)。L/λ_i 就是 r_i，
-             所以这是论文的 YaRN 斜坡，α = low_freq_factor、β = high_freq_factor（不乘温度系数）。
+             所以这是论文的 YaRN 斜坡，α = low_freq_factor（默认 1）、β = high_freq_factor（默认 4）（不乘温度系数）。
     """
-    if factor < 1:
-        raise ValueError(f"factor must be >= 1, got factor={factor}")
-    if method not in ("pi", "ntk", "yarn", "llama3"):
-        raise ValueError(f"method must be 'pi', 'ntk', 'yarn' or 'llama3', got method={method!r}")
-    if ramp not in ("rotations", "index"):
-        raise ValueError(f"ramp must be 'rotations' or 'index', got ramp={ramp!r}")
-    if ramp != "rotations" and method != "yarn":
-        raise ValueError(f"ramp={ramp!r} applies only to method='yarn', got method={method!r}")
+    original_len, alpha, beta, ramp = _check_scaling_args(
+        method, factor, original_len=original_len, alpha=alpha, beta=beta, ramp=ramp,
+        low_freq_factor=low_freq_factor, high_freq_factor=high_freq_factor)
     theta = rope_frequencies(d, base, torch.float64, device)            # (d/2,)
     if method == "pi":
         return theta / factor
     if method == "ntk":
         return rope_frequencies(d, base * factor ** (d / (d - 2)), torch.float64, device)
-    if method == "llama3":
-        alpha, beta = low_freq_factor, high_freq_factor                 # λ > L/low ⇔ r < low；λ < L/high ⇔ r > high
-    if not alpha < beta:
-        raise ValueError(f"the ramp needs alpha < beta (llama3: low_freq_factor < high_freq_factor), "
-                         f"got {alpha} and {beta} for method={method!r}")
-    if ramp == "rotations":
+    if ramp == "rotations":                                             # llama3：α = low、β = high
         rotations = original_len * theta / (2 * math.pi)                # r_i = L / λ_i，λ_i = 2π/θ_i
         gamma = ((rotations - alpha) / (beta - alpha)).clamp(0.0, 1.0)  # 转得多（高频）-> 1：不动
     else:
@@ -293,4 +284,38 @@ def _check_positional_inputs(attn, query, key, value, mask, cache):
     if key.shape[1] != query.shape[1]:
         raise ValueError(f"key must have as many positions as query (self-attention): "
                          f"{_shapes(query=query, key=key, value=value)}")
+# 每种上下文扩展方法读哪些参数（不在这里的参数给了就报错，不静默忽略）及其默认值
+SCALING_ARGS = {
+    "pi": {},
+    "ntk": {},
+    "yarn": {"original_len": 4096, "alpha": 1.0, "beta": 32.0, "ramp": "rotations"},
+    "llama3": {"original_len": 4096, "low_freq_factor": 1.0, "high_freq_factor": 4.0},
+}
+
+
+def _check_scaling_args(method, factor, **given):
+    """返回 (original_len, alpha, beta, ramp)：llama3 的 low/high_freq_factor 作为 alpha、beta，斜坡在圈数上。"""
+    if method not in SCALING_ARGS:
+        raise ValueError(f"method must be 'pi', 'ntk', 'yarn' or 'llama3', got method={method!r}")
+    if factor < 1:
+        raise ValueError(f"factor must be >= 1, got factor={factor}")
+    extra = sorted(k for k, v in given.items() if v is not None and k not in SCALING_ARGS[method])
+    if extra:
+        shown = ", ".join(f"{k}={given[k]!r}" for k in extra)
+        reads = ", ".join(SCALING_ARGS[method]) or "only factor"
+        raise ValueError(f"{shown} applies only to other methods: method={method!r} reads {reads}")
+    args = {k: (given[k] if given[k] is not None else default) for k, default in SCALING_ARGS[method].items()}
+    if method == "llama3":
+        args = {"original_len": args["original_len"], "alpha": args["low_freq_factor"],
+                "beta": args["high_freq_factor"], "ramp": "rotations"}
+    if method in ("pi", "ntk"):
+        return None, None, None, None
+    if args["ramp"] not in ("rotations", "index"):
+        raise ValueError(f"ramp must be 'rotations' or 'index', got ramp={args['ramp']!r}")
+    if not args["original_len"] >= 1:
+        raise ValueError(f"original_len must be >= 1, got original_len={args['original_len']}")
+    if not 0 < args["alpha"] < args["beta"]:
+        raise ValueError(f"the ramp needs 0 < alpha < beta (llama3: 0 < low_freq_factor < high_freq_factor), "
+                         f"got {args['alpha']} and {args['beta']} for method={method!r}")
+    return args["original_len"], args["alpha"], args["beta"], args["ramp"]
 # --8<-- [end:checks]

@@ -35,7 +35,8 @@ def run(preset: str, cfg: dict) -> dict:
         elif name == "rope-500k":
             theta = rope_frequencies(d, cfg["large_base"], torch.float64)
         else:
-            theta = scaled_rope_frequencies(d, b, name, s, original_len=L, alpha=cfg["alpha"], beta=cfg["beta"])
+            ramp = {"original_len": L, "alpha": cfg["alpha"], "beta": cfg["beta"]} if name == "yarn" else {}
+            theta = scaled_rope_frequencies(d, b, name, s, **ramp)              # pi、ntk 只读 s
         grids[name] = [2 * math.pi / t for t in theta.double().tolist()]      # 波长 λ_i = 2π/θ_i
     return {"config": dict(cfg), "wavelengths": grids,
             "ntk_base": b * s ** (d / (d - 2)), "yarn_mscale": yarn_mscale(s)}

@@ -12,6 +12,7 @@ from snippets.attention import KVCache, MultiHeadAttention, scaled_dot_product_a
 from snippets.positional import (PositionalSelfAttention, alibi_bias, alibi_slopes, apply_rope, apply_rope_half,
                                  interleaved_to_half, pe_offset_matrix, rope_frequencies, rotate_half,
                                  scaled_rope_frequencies, sinusoidal_positional_encoding, yarn_mscale)
+from snippets.positional import SCALING_ARGS
 from tests.support.pages import assert_states, chapter
 
 F64 = torch.float64
@@ -658,7 +659,27 @@ def test_llama3_rule():
 def test_scaled_frequencies_bad_input():
     with pytest.raises(ValueError, match="ramp='paper'"):
         scaled_rope_frequencies(8, 1e4, "yarn", 2.0, ramp="paper")
-    with pytest.raises(ValueError, match="ramp='index' applies only to method='yarn'"):
+    with pytest.raises(ValueError, match="ramp='index' applies only to other methods: method='pi' reads only factor"):
         scaled_rope_frequencies(8, 1e4, "pi", 2.0, ramp="index")
     with pytest.raises(ValueError, match="alpha < beta"):
         scaled_rope_frequencies(8, 1e4, "yarn", 2.0, alpha=32.0, beta=1.0)
+
+
+# 每个方法 × 每个它不读的参数：给了就报错并写出参数名，不静默忽略（第 07 章的参数表，issue 56 的“给了就要兑现或拒绝”）
+_ARG_VALUES = {"original_len": 2048, "alpha": 2.0, "beta": 16.0, "ramp": "index", "low_freq_factor": 2.0,
+               "high_freq_factor": 8.0}
+
+
+@pytest.mark.parametrize("method,arg", [(m, a) for m in SCALING_ARGS for a in _ARG_VALUES
+                                        if a not in SCALING_ARGS[m]])
+def test_scaled_frequencies_refuse_other_methods_arguments(method, arg):
+    with pytest.raises(ValueError, match=rf"{arg}=.* applies only to other methods: method='{method}'"):
+        scaled_rope_frequencies(64, 1e4, method, 4.0, **{arg: _ARG_VALUES[arg]})
+
+
+@pytest.mark.parametrize("method,arg", [(m, a) for m in SCALING_ARGS for a in SCALING_ARGS[m]])
+def test_scaled_frequencies_honour_their_own_arguments(method, arg):
+    """一个方法读的每个参数都改变输出（换成非默认值后频率不同）：读了就兑现。"""
+    default = scaled_rope_frequencies(64, 1e4, method, 4.0)
+    changed = scaled_rope_frequencies(64, 1e4, method, 4.0, **{arg: _ARG_VALUES[arg]})
+    assert not torch.equal(default, changed), f"{method}: {arg}={_ARG_VALUES[arg]!r} changed nothing"
