@@ -13,8 +13,8 @@
 - ``decode``：读者的 Transformer 贪心解码 m 个词，带 KV 缓存（``greedy_decode``）与每步整段重算的时间比。
 - ``kv_quant``：读者的 MultiHeadAttention 上，K、V 按词元 int8 量化（与 fp8 e4m3 按词元缩放）后注意力输出的误差。
 - ``serving``：模拟请求序列上的显存浪费（连续预留 vs 分页）与吞吐、延迟（静态 vs 连续批处理）；与设备无关。
-  ``rows`` 是到达最密的一条（mean_gap = 8：两种调度都过载，队列随请求数增长）。负载扫描 ``serving_load_rows``
-  不写进结果文件：它是确定性的模拟，与设备、机器负载都无关，渲染器与测试直接调用它（预设里的 ``loads``）。
+  ``rows`` 是到达最密的一条（mean_gap = 8：两种调度都过载，队列随请求数增长）；``loads`` 是负载扫描
+  （``serving_load_rows``，预设里的 ``loads``）：确定性的模拟，与设备、机器负载都无关，页面读哪种负载两种调度都撑得住。
 
 预设：``quick`` 在 2 核 CPU 上 < 60 s，``full`` < 5 min，``tiny`` 只给冒烟测试。CUDA 的结果只能来自真实
 GPU：没有 GPU 时 ``--device cuda`` 直接报错退出，不写任何文件。
@@ -178,7 +178,7 @@ def serving_rows(cfg) -> list[dict]:
 
 def serving_load_rows(cfg) -> list[dict]:
     """负载扫描：每个平均到达间隔、每个种子、每个请求数（同一条序列的前 N 个），两种调度的吞吐与延迟。
-    平均延迟不随请求数增长（队列不越排越长）的间隔，才是这种调度撑得住的负载。确定性，不写进结果文件。
+    平均延迟不随请求数增长（队列不越排越长）的间隔，才是这种调度撑得住的负载。确定性，与设备无关。
 
     offered_tokens_per_step = 要生成的词数 / 最后一个请求到达的步：到达带来的负载；
     drain_ratio = 跑完的步数 / 最后一个请求到达的步：接近 1 说明请求一停，队列很快就空了。"""
@@ -217,7 +217,7 @@ def run(preset: str, device: str, command: str, *, progress_bar: bool = True) ->
     out["kv_quant"] = {"config": plan["quant"], "rows": quant_rows(plan["quant"], device)}
     bar.update(1)
     out["serving"] = {"config": {**plan["serving"], "max_len": 1024, "prompt": [16, 512], "output": [16, 512]},
-                      "rows": serving_rows(plan["serving"])}
+                      "rows": serving_rows(plan["serving"]), "loads": serving_load_rows(plan["serving"])}
     bar.update(1)
     bar.close()
     prov["runtime_s"] = round(time.perf_counter() - t0, 2)

@@ -201,9 +201,14 @@ def test_fragmentation(cpu):
 
 
 @pytest.fixture(scope="module")
-def loads() -> list[dict]:
-    """The load sweep: a deterministic simulation (full preset), recomputed here as the renderer does."""
-    return list(ch12_inference.serving_loads())
+def loads(cpu) -> list[dict]:
+    """The load sweep the page reads: the CPU file's (a deterministic simulation, full preset)."""
+    return cpu["probes"]["serving"]["loads"]
+
+
+def test_the_committed_load_sweep_is_what_the_code_computes(cpu, loads):
+    """The file's sweep is the simulation of the committed code: a stale file (code changed, not rerun) fails here."""
+    assert loads == inference.serving_load_rows(cpu["probes"]["serving"]["config"])
 
 
 @pytest.mark.claim("ch12-continuous-batching", paper="Yu et al. 2022 (Orca)", results="results/inference-cpu-amd-epyc.json",

@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_below, md_caption, md_table,
@@ -26,7 +25,6 @@ from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_belo
 from snippets.flash import (ACCELERATORS, decode_attention_intensity, flash_block_sizes, hbm_accesses,
                             linear_intensity, ridge_point)
 from snippets.multihead import kv_cache_bytes, mla_cache_bytes
-from snippets.probes.inference import PRESETS, serving_load_rows
 
 KIND = "inference-probes"
 METHOD_LABELS = {"naive": "朴素（公式 1）", "online": "在线 softmax（第 01 章）", "flash": "flash_attention",
@@ -254,14 +252,14 @@ def render_serving(results: list[dict], out_dir: Path) -> None:
     write_text(out_dir, "ch12-serving.md", text + tables + "\n" + md_caption(r))
 
 
-@lru_cache(maxsize=1)
-def serving_loads() -> tuple:
-    """负载扫描（snippets.probes.inference.serving_load_rows，full 预设）：确定性的模拟，由代码算出，不是测量。"""
-    return tuple(serving_load_rows(PRESETS["full"]["serving"]))
-
-
 def render_serving_loads(results: list[dict], out_dir: Path) -> None:
-    write_text(out_dir, "ch12-serving-loads.md", _serving_loads_table(list(serving_loads()), PRESETS["full"]["serving"]))
+    """负载扫描，读 CPU 结果文件的 probes.serving.loads（serving_load_rows 写的确定性模拟，不是测量）。"""
+    r = _cpu(results)
+    if r is None or "loads" not in r["probes"]["serving"]:
+        write_text(out_dir, "ch12-serving-loads.md", NO_RESULTS)
+        return
+    s = r["probes"]["serving"]
+    write_text(out_dir, "ch12-serving-loads.md", _serving_loads_table(s["loads"], s["config"]) + "\n" + md_caption(r))
 
 
 def sustained(loads: list[dict], policy: str, gap: float, growth: float = 1.1) -> bool:
