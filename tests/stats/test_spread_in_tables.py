@@ -63,6 +63,8 @@ PER_SEED = {
     "ch12-serving.md": ch12_inference.render_serving,
     "reading-example.md": page_reading.render_example,
 }
+# tables with one column per seed (「种子 0」「种子 1」…)
+PER_SEED_COLUMNS = {"toy-translation-paired.md": ch09_decoding.render_paired_table}
 # tables from a multi-seed results file that aggregate no seeds: the probe's other parts (timings, memory,
 # block sizes: one measurement per point) and the batching of seed 0's training set
 NO_SEEDS = {"ch12-attention.md", "ch12-decode.md", "ch12-flash-blocks.md", "ch13-decode-step.md", "ch13-scaling.md",
@@ -90,7 +92,8 @@ def results():
 @pytest.fixture(scope="module")
 def rendered(results, tmp_path_factory):
     out = tmp_path_factory.mktemp("tables")
-    for render in {r for r, _ in TABLES.values()} | set(PER_SEED.values()) | set(SINGLE_RUN.values()):
+    for render in ({r for r, _ in TABLES.values()} | set(PER_SEED.values()) | set(PER_SEED_COLUMNS.values())
+                   | set(SINGLE_RUN.values())):
         render(results, out)
     return out
 
@@ -155,10 +158,10 @@ def test_every_table_from_a_multi_seed_file_is_checked(results, tmp_path):
     for path in sorted(tmp_path.glob("*.md")):
         cited = set(re.findall(r"数据文件 `([^`]+)`", path.read_text(encoding="utf-8")))
         if cited & multi and md_tables(path.read_text(encoding="utf-8")) and path.name not in (
-                set(TABLES) | set(PER_SEED) | NO_SEEDS):
+                set(TABLES) | set(PER_SEED) | set(PER_SEED_COLUMNS) | NO_SEEDS):
             unchecked.append(path.name)
     assert unchecked == []
-    assert (set(TABLES) | set(PER_SEED) | NO_SEEDS) <= {p.name for p in tmp_path.glob("*.md")}
+    assert (set(TABLES) | set(PER_SEED) | set(PER_SEED_COLUMNS) | NO_SEEDS) <= {p.name for p in tmp_path.glob("*.md")}
 
 
 @pytest.mark.parametrize("name", sorted(TABLES))
@@ -176,6 +179,14 @@ def test_per_seed_tables_list_every_seed(rendered, name):
     assert tables and all("种子" in head for head, _ in tables), name
     seeds = {row[head.index("种子")] for head, rows in tables for row in rows}
     assert len(seeds) >= 2, (name, seeds)
+
+
+@pytest.mark.parametrize("name", sorted(PER_SEED_COLUMNS))
+def test_per_seed_column_tables_list_every_seed(rendered, name):
+    tables = md_tables((rendered / name).read_text(encoding="utf-8"))
+    assert tables, name
+    for head, _ in tables:
+        assert len([h for h in head if re.fullmatch(r"种子 \d+", h)]) >= 2, (name, head)
 
 
 @pytest.mark.parametrize("name", sorted(SINGLE_RUN))

@@ -4,6 +4,7 @@
 - toy-translation.md           同样的数字：BLEU（本章的 corpus_bleu）、与 sacreBLEU 的最大差、长度比 c/r、整句正确的比例
 - toy-translation-averaging.md 每个种子：最后一个检查点与最后 k 个的平均，测试集交叉熵与贪心、束搜索的 BLEU
 - toy-translation-budgets.md   early（300 步）、full（600 步）、long（1800 步）并排的 BLEU
+- toy-translation-paired.md    每个预算、每个种子内，按句子配对重抽（sacreBLEU 的 paired bootstrap）的 BLEU 差与 p 值
 
 表里的均值都带各种子的最小–最大（逐种子的 runs 经 snippets.stats.summarize 算出）。
 
@@ -12,7 +13,10 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
+
+from snippets.stats import bleu_paired_bootstrap
 
 from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, md_caption, md_table, mean_range, new_figure, pick,
                                               placeholder_svg, save_svg, series_style, write_text)
@@ -126,4 +130,72 @@ def render_budget_table(results: list[dict], out_dir: Path) -> None:
     write_text(out_dir, "toy-translation-budgets.md", text + md_caption(*runs))
 
 
-RENDERERS = [render_figure, render_table, render_averaging_table, render_budget_table]
+# 页面读的 BLEU 比较：(后者, 前者, 标签)，差 = 后者 − 前者
+COMPARISONS = [("beam4", "greedy", "束 4，α=0 − 贪心"), ("beam4-lp", "greedy", "束 4，α=0.6 − 贪心"),
+               ("beam4-lp", "beam4", "α=0.6 − α=0"), ("avg-beam4-lp", "beam4-lp", "平均 − 最后（束 4，α=0.6）")]
+
+
+@lru_cache(maxsize=None)
+def _paired(path: str, commit: str, preset: str, b: str, a: str, seed: int, hyps_a: tuple, hyps_b: tuple, refs: tuple):
+    return bleu_paired_bootstrap(list(hyps_a), list(hyps_b), list(refs))
+
+
+def sentence_level(r: dict, b: str, a: str) -> list[tuple]:
+    """每个种子内：方法 b 减方法 a 的语料级 BLEU 差，按测试句配对重抽（sacreBLEU PairedTest，Koehn 2004）。
+    回答的是「这个测试集的抽样误差能不能解释这个差」，与逐种子配对（训练的随机性）是两个问题。
+    按种子顺序返回 (BleuComparison, 两者逐句相同)；逐句相同时 sacreBLEU 的 p 值退化（1/(n+1)），不读它。"""
+    refs = tuple(r["test_set"]["references"])
+    out = []
+    for x in sorted(r["runs"], key=lambda x: x["seed"]):
+        ha, hb = tuple(x["hypotheses"][a]), tuple(x["hypotheses"][b])
+        out.append((_paired(r.get("_file", ""), r["provenance"]["git"]["commit"], r["preset"], b, a, x["seed"],
+                            ha, hb, refs), ha == hb))
+    return out
+
+
+def sentence_words(pairs: list[tuple]) -> str:
+    """页面上的写法：几个种子各自显著（显著的差的方向），几个逐句相同，其余的 p 值范围。"""
+    sig = [c for c, same in pairs if c.verdict == "显著"]
+    text = f"{len(pairs)} 个种子中 {len(sig)} 个显著"
+    if sig:
+        signs = {c.difference > 0 for c in sig}
+        text += "（显著的差都为正）" if signs == {True} else "（显著的差都为负）" if signs == {False} else "（显著的差方向不一）"
+    same = sum(same for _, same in pairs)
+    if same:
+        text += f"，{same} 个逐句相同"
+    ps = [c.p_value for c, same in pairs if not same]
+    if ps:
+        text += f"，p = {ps[0]:.3f}" if len(ps) == 1 else f"，p = {min(ps):.3f}–{max(ps):.3f}"
+    return text
+
+
+def _cell(c, same: bool) -> str:
+    if same:
+        return "逐句相同"
+    mark = "，显著" if c.verdict == "显著" else ""
+    return f"{c.difference:+.2f}（p={c.p_value:.3f}{mark}）".replace("-", "−")
+
+
+def render_paired_table(results: list[dict], out_dir: Path) -> None:
+    """每个预算、每个比较、每个种子：句子级配对自助的差与 p 值。"""
+    runs = [r for r in (pick(results, "toy-translation", (p,)) for p in ("early", "full", "long")) if r is not None]
+    runs = [r for r in runs if "test_set" in r]
+    if not any(r["preset"] == "full" for r in runs):
+        write_text(out_dir, "toy-translation-paired.md", NO_RESULTS)
+        return
+    seeds = [x["seed"] for x in sorted(runs[0]["runs"], key=lambda x: x["seed"])]
+    head = ["步数", "比较"] + [f"种子 {s}" for s in seeds]
+    rows, samples = [], set()
+    for r in runs:
+        for b, a, label in COMPARISONS:
+            pairs = sentence_level(r, b, a)
+            samples.update(c.n_samples for c, _ in pairs)
+            rows.append([str(r["config"]["steps"]), label] + [_cell(c, same) for c, same in pairs])
+    n = len(runs[0]["test_set"]["references"])
+    text = (f"每个种子内，按测试句配对重抽（sacreBLEU 的配对自助检验，{'、'.join(map(str, sorted(samples)))} 次重抽，"
+            f"{n} 句）：格子里是 BLEU 差与 p 值；区间不含 0 且 p < 0.05 记作「显著」。它回答的是「这个测试集的抽样误差"
+            f"能不能解释这个差」，与逐种子配对（训练的随机性）是两个问题。{LEGEND}\n\n")
+    write_text(out_dir, "toy-translation-paired.md", text + md_table(head, rows) + "\n" + md_caption(*runs))
+
+
+RENDERERS = [render_figure, render_table, render_averaging_table, render_budget_table, render_paired_table]
