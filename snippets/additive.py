@@ -95,6 +95,9 @@ def attention_cost(kind, batch, n_q, n_k, d_q, d_key, d_h, d_v, bias=False):
     if kind == "dot":
         if not d_q == d_key == d_h:
             raise ValueError(f"dot-product attention needs d_q = d_key = d_h, got {sizes}")
+        if bias:  # 点积注意力没有隐藏层，也就没有 b_h：不悄悄忽略
+            raise ValueError(f"bias=True applies only to kind='additive' (dot-product attention has no b_h), "
+                             f"got {sizes}")
         return {"matmul": 2 * pairs * d_h + weighted_sum, "elementwise": 0, "score_elements": pairs}
     if kind == "additive":
         projections = 2 * batch * n_q * d_q * d_h + 2 * batch * n_k * d_key * d_h

@@ -17,7 +17,11 @@ SPACE = "\u2581"  # "▁"：代表空格的符号
 
 
 def pretokenize(text: str) -> list[str]:
-    """把一行文本切成词：空格变成 "▁"，开头补一个 "▁"，每个 "▁" 开始一个新词。"""
+    """把一行文本切成词：空格变成 "▁"，开头补一个 "▁"，每个 "▁" 开始一个新词。
+
+    空串得 ["▁"]（开头补的那一个），不是 Hugging Face tokenizers 的 Metaspace 给的 []：
+    这样 bpe_decode(bpe_encode("", m)) == ""，往返对空串也成立。
+    """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     if SPACE in text:

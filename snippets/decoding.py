@@ -45,9 +45,13 @@ def greedy_decode(model, src, max_new_tokens, bos_id, src_mask=None, eos_id=None
     """贪心解码：编码器跑 1 次，解码器每生成一个词跑 1 步（每步只处理 1 个新位置）。
 
     src (batch, n)；返回生成的词 (batch, m)（不含 BOS）；return_logits=True 时再返回每步的 logits (batch, m, vocab)。
+    eos_id：一行生成了它就算结束，之后这一行只补 eos_id（与 llama.greedy_generate 相同；Hugging Face 补的是
+    pad_token_id）；所有行都结束时提前停下，m ≤ max_new_tokens。None 时恰好生成 max_new_tokens 个词。
     """
     if not 0 < max_new_tokens <= model.max_len:
         raise ValueError(f"max_new_tokens={max_new_tokens} must be in [1, max_len={model.max_len}]")
+    if eos_id is not None and not 0 <= eos_id < model.vocab_size:
+        raise ValueError(f"eos_id must lie in [0, vocab_size={model.vocab_size}), got eos_id={eos_id!r}")
     cache = DecoderCache(model, model.encode(src, src_mask), src_mask)  # 编码器只跑这一次
     token = torch.full((src.shape[0], 1), bos_id, dtype=torch.long, device=src.device)
     finished = torch.zeros(src.shape[0], dtype=torch.bool, device=src.device)
@@ -55,12 +59,13 @@ def greedy_decode(model, src, max_new_tokens, bos_id, src_mask=None, eos_id=None
     for _ in range(max_new_tokens):
         logits = decode_step(model, token, cache)         # (batch, vocab)
         token = logits.argmax(dim=-1, keepdim=True)       # (batch, 1)：取概率最大的词
+        if eos_id is not None:
+            token = token.masked_fill(finished[:, None], eos_id)  # 已结束的行只补 eos
+            finished |= token.squeeze(1) == eos_id
         tokens.append(token)
         logits_per_step.append(logits)
-        if eos_id is not None:
-            finished |= token.squeeze(1) == eos_id
-            if bool(finished.all()):
-                break
+        if eos_id is not None and bool(finished.all()):
+            break
     tokens = torch.cat(tokens, dim=1)                     # (batch, m)
     if return_logits:
         return tokens, torch.stack(logits_per_step, dim=1)   # (batch, m, vocab)
@@ -77,6 +82,8 @@ def length_penalty(length, alpha=0.6):
 @torch.no_grad()
 def greedy_search(step_log_probs, bos, eos, max_len=50):
     """贪心：每步只留概率最大的一个词。接口与 beam_search 相同，用来和它对比。"""
+    if max_len < 1:
+        raise ValueError(f"max_len must be >= 1, got max_len={max_len}")
     prefix = torch.tensor([[bos]])                           # (1, t)
     for _ in range(max_len):
         token = int(step_log_probs(prefix)[0].argmax())
@@ -193,11 +200,15 @@ def split_compounds(line):
 
 def ngrams(tokens, n):
     """tokens 里所有 n 元组及其次数。"""
+    if n < 1:
+        raise ValueError(f"n must be >= 1, got n={n}")
     return Counter(tuple(tokens[i:i + n]) for i in range(len(tokens) - n + 1))
 
 
 def bleu_statistics(hypothesis, reference, max_order=4, tokenize=tokenize_13a):
     """一个句子的充分统计量：假设长度 c、参考长度 r、各阶裁剪后的匹配数与总 n 元组数。"""
+    if max_order < 1:
+        raise ValueError(f"max_order must be >= 1, got max_order={max_order}")
     hyp, ref = tokenize(hypothesis), tokenize(reference)
     matches, totals = [], []
     for n in range(1, max_order + 1):
@@ -219,6 +230,8 @@ def corpus_bleu(hypotheses, references, max_order=4, tokenize=tokenize_13a, smoo
     if len(hypotheses) != len(references):
         raise ValueError(f"hypotheses and references must have the same length, "
                          f"got {len(hypotheses)} and {len(references)}")
+    if max_order < 1:  # 否则一阶也不算，BLEU 悄悄得 0
+        raise ValueError(f"max_order must be >= 1, got max_order={max_order}")
     if smooth not in ("exp", "none"):
         raise ValueError(f"smooth must be 'exp' or 'none' (sacreBLEU's 'floor' and 'add-k' are not "
                          f"implemented here), got smooth={smooth!r}")

@@ -67,6 +67,7 @@ def flash_block_sizes(d, sram_elems, order="flash"):
     "flash2"：FlashAttention-2 的顺序（外层 Q）把这条规则对调：B_r = ⌈M/(4d)⌉，B_c = min(B_r, d)；
     外层的块要大，因为外层块读一次、内层块要反复读。两种规则下 Q_i、K_j、V_j、O_i、S_ij 各占 O(M)。
     """
+    _check_order(order)
     big = math.ceil(sram_elems / (4 * d))
     if order == "flash2":
         return big, min(big, d)
@@ -213,6 +214,11 @@ def _check_flash(q, k, v, causal, block_q, block_k):
         raise ValueError(f"causal must be True or False, got causal={causal!r}: {_shapes(q=q, k=k, v=v)}")
     if causal and q.shape[-2] > k.shape[-2]:  # 右下角对齐时前 n_q − n_k 个查询一个键也看不到
         raise ValueError(f"causal=True (bottom-right aligned) needs n_q <= n_k, got {_shapes(q=q, k=k, v=v)}")
+
+
+def _check_order(order):
+    if order not in ("flash", "flash2"):
+        raise ValueError(f"order must be 'flash' or 'flash2', got order={order!r}")
 
 
 def _check_roofline(d_model, peak_flops, bytes_per_s, bytes_per_value):

@@ -129,6 +129,9 @@ def _rope_angles(x: torch.Tensor, positions: torch.Tensor | None, base: float,
                          f"for x {tuple(x.shape)}")
     if theta is None:
         theta = rope_frequencies(d, base, torch.float64, x.device)
+    elif base != 10000.0:  # 给了 theta 就不再读 base：两个都给时报错，不悄悄忽略 base
+        raise ValueError(f"base={base} is not read when theta is given (theta already holds the frequencies): "
+                         f"pass one of them, x {tuple(x.shape)}")
     if theta.shape != (d // 2,):
         raise ValueError(f"theta must have shape (d/2,) = ({d // 2},), got theta {tuple(theta.shape)} "
                          f"for x {tuple(x.shape)}")
@@ -245,6 +248,8 @@ class PositionalSelfAttention(MultiHeadAttention):
         super().__init__(d_model, num_heads)
         if position not in ("none", "rope", "alibi"):
             raise ValueError(f"position must be 'none', 'rope' or 'alibi', got position={position!r}")
+        if position != "rope" and base != 10000.0:  # 只有 RoPE 读 base
+            raise ValueError(f"base={base} is read only by position='rope', got position={position!r}")
         self.position, self.base = position, base
 
     def forward(self, query, key, value, mask=None, cache=None):

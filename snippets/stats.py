@@ -49,6 +49,8 @@ def bootstrap_mean_interval(values, confidence=0.95, n_resamples=20000, seed=0):
     n = len(x)
     if n < 1 or not 0 < confidence < 1:
         raise ValueError(f"need at least one value and 0 < confidence < 1, got {n} values, confidence={confidence}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples must be >= 1, got n_resamples={n_resamples}")
     tail = (1.0 - confidence) / 2
     if n <= EXACT_BOOTSTRAP_MAX_N:
         # 每个多重集合 {i1 ≤ i2 ≤ ... ≤ in} 出现的概率 = n! / (∏ 重数!) / n^n

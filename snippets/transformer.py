@@ -32,10 +32,10 @@ class PositionalEncoding(nn.Module):
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         # x: (batch, n, d_model)；offset：第一个位置的编号（增量解码时 = 已生成的长度）
         n = x.shape[1]
-        if offset + n > self.max_len:
+        if offset < 0 or offset + n > self.max_len:
             raise ValueError(
-                f"sequence positions {offset}..{offset + n - 1} exceed max_len={self.max_len} "
-                f"(x has shape {tuple(x.shape)})"
+                f"sequence positions {offset}..{offset + n - 1} (offset={offset}) exceed max_len={self.max_len} "
+                f"or start below 0 (x has shape {tuple(x.shape)})"
             )
         return self.dropout(x + self.pe[offset:offset + n].to(x.dtype))  # (batch, n, d_model)
 # --8<-- [end:positional-encoding]

@@ -56,3 +56,66 @@ class Entry:
 def pure(name: str, why: str, *edges: Edge) -> Entry:
     """A name with no tensor made from a tensor input: only the edges run."""
     return Entry(name, None, why=why, edges=tuple(edges))
+
+
+# --- arguments (tests/contract/arguments.py) ---------------------------------------------------------------
+@dataclass(frozen=True)
+class To:
+    """Honoured: the call with this parameter set to ``value`` (or ``make(inputs)``, drawn after the baseline's
+    arguments) gives a different output than the baseline call."""
+    value: Any = None
+    make: Callable | None = None
+
+
+@dataclass(frozen=True)
+class Refuses:
+    """Refused: the call with this parameter set to ``value`` (or ``make(inputs)``) raises ``raises`` whose message
+    names the parameter."""
+    value: Any = None
+    make: Callable | None = None
+    raises: type | tuple = ValueError
+
+
+@dataclass(frozen=True)
+class Holds:
+    """Honoured, shown by a property the output alone cannot show (a check switched off, dropout in training,
+    a recorded trace, a cheaper path to the same output): ``check(inputs)`` is true."""
+    check: Callable
+    why: str
+
+
+@dataclass(frozen=True)
+class Elsewhere:
+    """Covered by an existing test, named by its node id ``tests/…/test_x.py::test_name``."""
+    node: str
+
+
+@dataclass(frozen=True)
+class Data:
+    """A required input whose every value enters the output by construction (q, k, v, x…): no test here."""
+    why: str
+
+
+@dataclass(frozen=True)
+class Args:
+    """The arguments of one public callable: ``target`` is ``module.function`` or ``module.Class.method``
+    (``__init__``, ``forward``, ``__call__`` or a public method). ``kwargs(inputs)`` gives the baseline call's
+    arguments by name. For ``__init__``, ``use(inputs, instance)`` turns the instance into an output; for other
+    methods, ``obj(inputs)`` builds the instance. ``out(kwargs, result)``, if given, is the output (an in-place
+    function: the arguments it updated). ``rows`` maps each parameter to one kind, or a tuple of kinds
+    (a loop bound: honoured, and the value that would not terminate refused)."""
+    target: str
+    kwargs: Callable
+    rows: dict
+    obj: Callable | None = None
+    use: Callable | None = None
+    out: Callable | None = None
+
+
+def args(target: str, kwargs: Callable, /, obj=None, use=None, out=None, **rows) -> Args:
+    return Args(target, kwargs, rows, obj, use, out)
+
+
+def data(names: str, why: str) -> dict:
+    """``**data("q k v", "why")``: the rows of the plain-data parameters, with their one reason."""
+    return {name: Data(why) for name in names.split()}
