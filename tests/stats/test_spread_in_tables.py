@@ -43,6 +43,7 @@ TABLES = {
     "training-recipe.md": (ch08_training.render_recipe_table, {"变体"}),
     "training-recipe-long.md": (ch08_training.render_long_table, {"变体与步数"}),
     "toy-translation.md": (ch09_decoding.render_table, {"解码"}),
+    "ch12-serving-loads.md": (ch12_inference.render_serving_loads, {"平均到达间隔"}),
     "toy-translation-budgets.md": (ch09_decoding.render_budget_table, {"解码"}),
     "ch10-variations.md": (ch10_variations.render_sweep_table, {"变体", "参数量"}),
     "ch10-variations-long.md": (ch10_variations.render_long_table, {"变体"}),

@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_below, md_caption, md_table,
-                                              new_figure, of_kind, placeholder_svg, save_svg, series_style,
+                                              mean_range, new_figure, of_kind, placeholder_svg, save_svg, series_style,
                                               write_text)
 from snippets.flash import (ACCELERATORS, decode_attention_intensity, flash_block_sizes, hbm_accesses,
                             linear_intensity, ridge_point)
@@ -273,12 +273,12 @@ def sustained(loads: list[dict], policy: str, gap: float, growth: float = 1.1) -
 
 def _serving_loads_table(loads: list[dict], c: dict) -> str:
     small, large = min(x["requests"] for x in loads), max(x["requests"] for x in loads)
-    head = ["平均到达间隔", "到达的负载（词/步）", "静态：延迟 ×", "连续：延迟 ×", "词/步（静态 → 连续）",
-            f"平均延迟（静态 → 连续，{large} 个请求）"]
-    body = []
+    head_a = ["平均到达间隔", "到达的负载（词/步）", "静态：延迟 ×", "连续：延迟 ×"]
+    head_b = ["平均到达间隔", "静态：词/步", "连续：词/步", "静态：平均延迟", "连续：平均延迟"]
+    body_a, body_b = [], []
     for gap in sorted({x["mean_gap"] for x in loads}):
         xs = [x for x in loads if x["mean_gap"] == gap]
-        big = [x for x in xs if x["requests"] == large]
+        big = [x for x in sorted(xs, key=lambda x: x["seed"]) if x["requests"] == large]
         by = {(x["seed"], x["requests"]): x for x in xs}
         seeds = sorted({x["seed"] for x in xs})
 
@@ -287,14 +287,18 @@ def _serving_loads_table(loads: list[dict], c: dict) -> str:
             mark = "撑得住" if sustained(loads, policy, gap) else "过载"
             return f"{min(g):.2f}–{max(g):.2f}（{mark}）"
 
-        mean = lambda key, pol=None: sum((x[pol][key] if pol else x[key]) for x in big) / len(big)  # noqa: E731
-        body.append([f"{gap:g}", f"{mean('offered_tokens_per_step'):.2f}", growth("static"), growth("continuous"),
-                     f"{mean('tokens_per_step', 'static'):.2f} → {mean('tokens_per_step', 'continuous'):.2f}",
-                     f"{mean('mean_latency', 'static'):.0f} → {mean('mean_latency', 'continuous'):.0f}"])
+        values = lambda key, pol=None: [x[pol][key] if pol else x[key] for x in big]  # noqa: E731
+        body_a.append([f"{gap:g}", mean_range(values("offered_tokens_per_step"), ".2f"), growth("static"),
+                       growth("continuous")])
+        body_b.append([f"{gap:g}"] + [mean_range(values(key, pol), fmt) for key, fmt in
+                                      (("tokens_per_step", ".2f"), ("mean_latency", ".0f"))
+                                      for pol in ("static", "continuous")])
     return (f"负载扫描（由 `serving_load_rows` 算出的确定性模拟，不是测量）：同样的请求分布，平均到达间隔从密到疏；每个间隔、每个种子各跑同一条序列的前 {small} 个与全部 {large} 个请求。"
             f"「延迟 ×」是 {large} 个请求的平均延迟除以前 {small} 个的（各种子的最小–最大）：队列越排越长时它约为 2，"
-            f"撑得住时约为 1；所有种子上都小于 1.1 记作「撑得住」。到达的负载 = 要生成的词数 / 最后一个请求到达的步。"
-            f"后两列是 {len(seeds_all(loads))} 个种子的均值。\n\n" + md_table(head, body))
+            f"撑得住时约为 1；所有种子上都小于 1.1 记作「撑得住」。到达的负载 = 要生成的词数 / 最后一个请求到达的步。\n\n"
+            + md_table(head_a, body_a)
+            + f"\n全部 {large} 个请求时的吞吐与平均延迟（以步计），{len(seeds_all(loads))} 个种子的均值（最小–最大）：\n\n"
+            + md_table(head_b, body_b))
 
 
 def seeds_all(loads: list[dict]) -> list:
