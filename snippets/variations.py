@@ -112,11 +112,23 @@ def _check_table3_args(**sizes):
         low = 0 if name == "learned_positions" else 1
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
             raise ValueError(f"{name} must be an int >= {low}, got {name}={value!r} ({shown})")
+
+
+def _check_row_positions(row: dict, learned_positions: int) -> None:
+    """行里写了 positions 时，learned_positions 必须与它一致：(E) 行要一张表，正弦的行不要。"""
+    positions = row.get("positions")
+    if positions == "learned" and learned_positions == 0:
+        raise ValueError("row has positions='learned' (Table 3 (E)): pass learned_positions > 0, the table's rows; "
+                         "got learned_positions=0")
+    if positions == "sinusoid" and learned_positions > 0:
+        raise ValueError(f"row has positions='sinusoid' (no parameters): learned_positions must be 0, "
+                         f"got learned_positions={learned_positions}")
 # --8<-- [end:checks]
 
 
 def row_param_count(row: dict, vocab: int, learned_positions: int = 0) -> int:
     """表 3 的一行（table3() 的 dict）按 table3_param_count 数出的参数量。"""
+    _check_row_positions(row, learned_positions)
     return table3_param_count(row["N"], row["d_model"], row["d_ff"], row["h"], row["d_k"], row["d_v"], vocab,
                               learned_positions=learned_positions)
 
@@ -133,6 +145,7 @@ def build_reader_model(row: dict, vocab: int, learned_positions: int = 0):
 
     from snippets.transformer import Transformer
 
+    _check_row_positions(row, learned_positions)
     if row["h"] * row["d_v"] != row["d_model"]:
         raise ValueError(f"the reader model needs h·d_v = d_model, got h={row['h']}, d_v={row['d_v']}, "
                          f"d_model={row['d_model']}")

@@ -87,6 +87,19 @@ def test_every_row_matches_the_reader_model():
             assert attn.w_q.out_features == r["h"] * r["d_k"] and attn.w_v.out_features == r["h"] * r["d_v"]
 
 
+def test_a_rows_positions_and_learned_positions_agree():
+    """Row (E) says positions='learned': counting or building it without a table is refused, not a sinusoid."""
+    e = next(r for r in table3() if r["positions"] == "learned")
+    base = next(r for r in table3() if r["positions"] == "sinusoid")
+    for call in (row_param_count, build_reader_model):
+        with pytest.raises(ValueError, match="learned_positions=0"):
+            with torch.device("meta"):
+                call(e, 37000)
+        with pytest.raises(ValueError, match="learned_positions=512"):
+            with torch.device("meta"):
+                call(base, 37000, 512)
+
+
 @pytest.mark.claim("ch10-params-vocab", paper="§5.1、表 3", title="表 3 参数量的隐含词表：base 族约 41K，big 约 36K",
                    text="|V| = 37000 时有参数量的 11 行没有一行四舍五入到论文的值；|V| = 41000 时 base 族的 10 行全部对上，"
                         "big 是 218.34M；|V| = 36000 时 big 对上（213.22M）；逐行取交，base 族 10 行要求 |V| 在 40,932 到 41,160 之间"
