@@ -111,22 +111,23 @@ def render_budget_table(results: list[dict], out_dir: Path) -> None:
     if len(runs) < 2 or not any(r["preset"] == "full" for r in runs):
         write_text(out_dir, "toy-translation-budgets.md", NO_RESULTS)
         return
-    head = ["解码"] + [f"{r['config']['steps']} 步" for r in runs]
+    head = ["解码"] + [f"{r['config']['steps']} 步（{len(r['runs'])} 个种子）" for r in runs]
     rows = []
     for method in METHOD_LABELS:
         rows.append([METHOD_LABELS[method]] + [mean_range(_per_seed(r, method, "bleu"), ".2f") for r in runs])
     lines = []
     for r in runs:
-        seeds = r["runs"]
+        seeds = sorted(r["runs"], key=lambda x: x["seed"])
         beam = [x["methods"]["beam4"]["bleu"] - x["methods"]["greedy"]["bleu"] for x in seeds]
         lp = [x["methods"]["beam4-lp"]["bleu"] - x["methods"]["beam4"]["bleu"] for x in seeds]
         avg = [x["methods"]["avg-beam4-lp"]["bleu"] - x["methods"]["beam4-lp"]["bleu"] for x in seeds]
         loss = sum(x["test_loss"]["averaged"] < x["test_loss"]["last"] for x in seeds)
-        lines.append(f"- {r['config']['steps']} 步：束 4 减贪心 {_signed(beam)}；α=0.6 减 α=0 {_signed(lp)}；"
-                     f"平均减最后一个（束 4，α=0.6）{_signed(avg)}；平均降低测试集交叉熵的种子 {loss}/{len(seeds)}")
-    text = (f"BLEU，{len(runs[0]['runs'])} 个种子的均值（最小–最大）。几次运行只差训练步数，其余设置、种子与测试集都相同。{LEGEND}\n\n"
-            + md_table(head, rows) + "\n每个种子（种子 " + "、".join(str(x["seed"]) for x in runs[0]["runs"])
-            + " 依次）的 BLEU 差：\n\n" + "\n".join(lines) + "\n\n")
+        lines.append(f"- {r['config']['steps']} 步（种子 {'、'.join(str(x['seed']) for x in seeds)} 依次）：束 4 减贪心 "
+                     f"{_signed(beam)}；α=0.6 减 α=0 {_signed(lp)}；平均减最后一个（束 4，α=0.6）{_signed(avg)}；"
+                     f"平均降低测试集交叉熵的种子 {loss}/{len(seeds)}")
+    text = (f"BLEU，各种子的均值（最小–最大）。几次运行只差训练步数与种子数，其余设置与测试集都相同，同一个种子号"
+            f"在各次运行里初始化相同。{LEGEND}\n\n"
+            + md_table(head, rows) + "\n每个种子的 BLEU 差：\n\n" + "\n".join(lines) + "\n\n")
     write_text(out_dir, "toy-translation-budgets.md", text + md_caption(*runs))
 
 
