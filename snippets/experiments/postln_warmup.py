@@ -72,9 +72,13 @@ PRESETS = {
     # high-lr：sweep 里峰值 3e-2 的一列，8 个种子（约 8 分钟）；3 个种子定不下的比较在这里再读一次
     "high-lr": {"num_layers": 6, "inits": ["torch-default", "xavier"], "norms_by_init": {"xavier": ["post"]},
                 "lrs": [3e-2], "seeds": [0, 1, 2, 3, 4, 5, 6, 7], "steps": 200, "warmup_steps": 50, "log_every": 10},
+    # xavier：只跑 Xavier 初始化的 Post-LN、峰值 3e-2，32 个种子（约 7 分钟）；页面读它第 1 步的梯度首末之比
+    "xavier": {"num_layers": 6, "inits": ["xavier"], "norms_by_init": {"xavier": ["post"]},
+               "lrs": [3e-2], "seeds": list(range(32)), "steps": 200, "warmup_steps": 50, "log_every": 10},
 }
 DEFAULT_OUT = {"sweep": RESULTS_DIR / f"{KIND}-sweep.json"}
 HIGH_LR_OUT = f"{KIND}-high-lr.json"  # high-lr 预设的默认输出文件
+XAVIER_OUT = f"{KIND}-xavier.json"  # xavier 预设的默认输出文件
 
 
 class ReverseModel(nn.Module):
@@ -210,7 +214,7 @@ def main(argv=None) -> int:
     if "--out" not in argv and any(a in ("sweep", "--preset=sweep") for a in argv):
         argv += ["--out", os.path.relpath(DEFAULT_OUT["sweep"])]
     return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick",
-                           outputs={"high-lr": HIGH_LR_OUT})
+                           outputs={"high-lr": HIGH_LR_OUT, "xavier": XAVIER_OUT})
 
 
 if __name__ == "__main__":
