@@ -69,7 +69,7 @@ PRESETS = {
     # sweep：峰值学习率 × 初始化，每格 3 个种子；Xavier 只跑 Post-LN（约 11 分钟）
     "sweep": {"num_layers": 6, "inits": ["torch-default", "xavier"], "norms_by_init": {"xavier": ["post"]},
               "lrs": [1e-3, 3e-3, 1e-2, 3e-2], "seeds": [0, 1, 2], "steps": 200, "warmup_steps": 50, "log_every": 10},
-    # high-lr：sweep 里峰值 3e-2 的一列，8 个种子（约 8 分钟）；3 个种子定不下的比较在这里再读一次
+    # high-lr：sweep 里峰值 3e-2 的一列，8 个种子（约 5 分钟）；3 个种子定不下的比较在这里再读一次
     "high-lr": {"num_layers": 6, "inits": ["torch-default", "xavier"], "norms_by_init": {"xavier": ["post"]},
                 "lrs": [3e-2], "seeds": [0, 1, 2, 3, 4, 5, 6, 7], "steps": 200, "warmup_steps": 50, "log_every": 10},
     # xavier：只跑 Xavier 初始化的 Post-LN、峰值 3e-2，32 个种子（约 7 分钟）；页面读它第 1 步的梯度首末之比
