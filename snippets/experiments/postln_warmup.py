@@ -69,8 +69,16 @@ PRESETS = {
     # sweep：峰值学习率 × 初始化，每格 3 个种子；Xavier 只跑 Post-LN（约 11 分钟）
     "sweep": {"num_layers": 6, "inits": ["torch-default", "xavier"], "norms_by_init": {"xavier": ["post"]},
               "lrs": [1e-3, 3e-3, 1e-2, 3e-2], "seeds": [0, 1, 2], "steps": 200, "warmup_steps": 50, "log_every": 10},
+    # high-lr：sweep 里峰值 3e-2 的一列，8 个种子（约 5 分钟）；3 个种子定不下的比较在这里再读一次
+    "high-lr": {"num_layers": 6, "inits": ["torch-default", "xavier"], "norms_by_init": {"xavier": ["post"]},
+                "lrs": [3e-2], "seeds": [0, 1, 2, 3, 4, 5, 6, 7], "steps": 200, "warmup_steps": 50, "log_every": 10},
+    # xavier：只跑 Xavier 初始化的 Post-LN、峰值 3e-2，32 个种子（约 7 分钟）；页面读它第 1 步的梯度首末之比
+    "xavier": {"num_layers": 6, "inits": ["xavier"], "norms_by_init": {"xavier": ["post"]},
+               "lrs": [3e-2], "seeds": list(range(32)), "steps": 200, "warmup_steps": 50, "log_every": 10},
 }
 DEFAULT_OUT = {"sweep": RESULTS_DIR / f"{KIND}-sweep.json"}
+HIGH_LR_OUT = f"{KIND}-high-lr.json"  # high-lr 预设的默认输出文件
+XAVIER_OUT = f"{KIND}-xavier.json"  # xavier 预设的默认输出文件
 
 
 class ReverseModel(nn.Module):
@@ -205,7 +213,8 @@ def main(argv=None) -> int:
     # sweep 默认写到自己的文件，不覆盖 full 的结果
     if "--out" not in argv and any(a in ("sweep", "--preset=sweep") for a in argv):
         argv += ["--out", os.path.relpath(DEFAULT_OUT["sweep"])]
-    return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick")
+    return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick",
+                           outputs={"high-lr": HIGH_LR_OUT, "xavier": XAVIER_OUT})
 
 
 if __name__ == "__main__":

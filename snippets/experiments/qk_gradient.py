@@ -40,7 +40,7 @@ PRESETS = {
     # tiny：只给测试用，结论没有意义
     "tiny": {"d_k_values": [16, 256], "seeds": [0], "groups": 4, "n_q": 16, "n_k": 64, "d_v": 16},
     "quick": {"d_k_values": [16, 64, 256, 1024], "seeds": [0], "groups": 32, "n_q": 64, "n_k": 64, "d_v": 16},
-    "full": {"d_k_values": [16, 64, 256, 1024], "seeds": [0, 1, 2], "groups": 64, "n_q": 64, "n_k": 64,
+    "full": {"d_k_values": [16, 64, 256, 1024], "seeds": list(range(16)), "groups": 64, "n_q": 64, "n_k": 64,
              "d_v": 16},
 }
 
