@@ -231,7 +231,7 @@ class BleuComparison:
 
 
 def bleu_paired_bootstrap(hyps_a, hyps_b, references, n_samples=1000, confidence=0.95):
-    """sacreBLEU 的配对自助检验（Koehn 2004）：对句子有放回重抽，两系统用同一组下标。
+    """sacreBLEU 的配对自助法（Koehn 2004）：对句子有放回重抽，两系统用同一组下标。
 
     随机种子是 sacreBLEU 自己的（环境变量 SACREBLEU_SEED，默认 12345），p 值由它的 `PairedTest` 算出。
     """

@@ -226,6 +226,10 @@ def test_sentence_level_paired_bootstrap(full):
     assert_states(CODE, "平均后的 BLEU 在 " + words(full, "avg-beam4-lp", "beam4-lp"))
     assert_states(CODE, "种子 1 上平均后反而低了 " + f"{-avg_full[1][0].difference:.2f} BLEU")
     assert_states(CODE, "这份差都不显著（" + words(early, "beam4", "greedy"))
+    # the reader page's example: beam search above greedy on every seed at 300 steps, significant on none
+    assert decoding(early, "greedy", "beam4").verdict == "一致"
+    assert not any(c.verdict == "显著" for c, _ in ch09_decoding.sentence_level(early, "beam4", "greedy"))
+    assert_states("reading-experiments.md", "300步时束搜索在8个种子上都高于贪心（「一致」），但在任何一个种子的150句测试集上都不显著")
     assert_states(CODE, "每个种子内都不显著（" + words(early, "beam4-lp", "beam4"))
     assert_states(CODE, "在各自的测试集上显著（" + words(early, "avg-beam4-lp", "beam4-lp"))
     assert words(early, "avg-beam4-lp", "beam4-lp").startswith("8 个种子中 4 个显著（显著的差都为负）")   # 「一半」

@@ -193,7 +193,7 @@ def render_paired_table(results: list[dict], out_dir: Path) -> None:
             samples.update(c.n_samples for c, _ in pairs)
             rows.append([str(r["config"]["steps"]), label] + [_cell(c, same) for c, same in pairs])
     n = len(runs[0]["test_set"]["references"])
-    text = (f"每个种子内，按测试句配对重抽（sacreBLEU 的配对自助检验，{'、'.join(map(str, sorted(samples)))} 次重抽，"
+    text = (f"每个种子内，按测试句配对重抽（sacreBLEU 的配对自助法，{'、'.join(map(str, sorted(samples)))} 次重抽，"
             f"{n} 句）：格子里是 BLEU 差与 p 值；区间不含 0 且 p < 0.05 记作「显著」。它回答的是「这个测试集的抽样误差"
             f"能不能解释这个差」，与逐种子配对（训练的随机性）是两个问题。{LEGEND}\n\n")
     write_text(out_dir, "toy-translation-paired.md", text + md_table(head, rows) + "\n" + md_caption(*runs))
