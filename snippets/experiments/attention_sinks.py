@@ -21,7 +21,8 @@
             只对位置 ≥ SCORE_FROM 的预测计分：那里 (c)、(d) 多看的 s 个词元都在窗口外
 
 预设：tiny（测试用，几秒）、quick（2 种开头 × 3 个种子，120 步，约 45 秒）、full（2 × 3，800 步，约 4 分钟，
-页面用它）、long（2 × 3，2000 步，约 8 分钟，写 results/attention-sinks-long.json，不覆盖 full 的结果）。
+页面用它）、long（2 × 3，2000 步，约 8 分钟，写 results/attention-sinks-long.json，不覆盖 full 的结果）、
+wide（2 × 9，800 步，约 12 分钟，写 results/attention-sinks-wide.json：3 个种子定不下的读法用它）。
 
 运行：python -m snippets.experiments.attention_sinks --preset full   （CPU，单线程）
 """
@@ -43,6 +44,7 @@ from snippets.sparse_attention import sliding_window_mask
 
 KIND = "attention-sinks"
 LONG_OUT = "attention-sinks-long.json"  # long 的默认输出文件，与 full 的文件并存
+WIDE_OUT = "attention-sinks-wide.json"  # wide 的默认输出文件
 MODULE = "snippets.experiments.attention_sinks"
 SEED = 0
 VOCAB = 8
@@ -67,6 +69,9 @@ PRESETS = {
     # long：2000 步（约 8 分钟）：汇点在「充分训练之后」才出现（Gu 等 2024），多练 2.5 倍，读法会不会变
     "long": {**COMMON, "seeds": [0, 1, 2], "steps": 2000, "warmup_steps": 40, "batch_size": 16, "lr": 5e-3,
              "eval_every": 250, "val_sequences": 128},
+    # wide：与 full 相同（800 步），9 个种子（约 12 分钟）：full 的 3 个种子定不下的读法
+    "wide": {**COMMON, "seeds": list(range(9)), "steps": 800, "warmup_steps": 40, "batch_size": 16, "lr": 5e-3,
+             "eval_every": 100, "val_sequences": 128},
 }
 
 
@@ -185,7 +190,7 @@ def run(preset: str, cfg: dict) -> dict:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick",
-                           outputs={"long": LONG_OUT})
+                           outputs={"long": LONG_OUT, "wide": WIDE_OUT})
 
 
 if __name__ == "__main__":

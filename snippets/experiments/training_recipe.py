@@ -21,7 +21,8 @@
 约 5 分钟，页面用它）、long（只有 paper 与 no-ls，4 个种子，1600 步 = 4 倍，单独运行约 12 分钟，与别的训练同时运行时约 20 分钟；回答「多练几倍会不会
 改变标签平滑的读法」，默认写 results/training-recipe-long.json，不覆盖 full 的结果）、beta2（paper、beta2-999 与
 beta2-999-warm，4 个种子，1600 步，单独运行约 20 分钟；回答「β₂ = 0.999 吃亏，是因为 v̂ 记得太久，还是因为 100 步的预热
-对它太短」，默认写 results/training-recipe-beta2.json）。
+对它太短」，默认写 results/training-recipe-beta2.json）、ls（只有 paper 与 no-ls，16 个种子，400 步，单线程约 12 分钟；
+full 的 4 个种子定不下 400 步时标签平滑的读法，默认写 results/training-recipe-ls.json）。
 
 运行：python -m snippets.experiments.training_recipe --preset full   （CPU，单线程）
 """
@@ -62,11 +63,14 @@ PRESETS = {
     "full": {**COMMON, "seeds": [0, 1, 2, 3], "steps": 400},
     # long：与 full 相同，只是 4 倍步数，只跑标签平滑的两种变体
     "long": {**COMMON, "variants": ["paper", "no-ls"], "seeds": [0, 1, 2, 3], "steps": 1600},
+    # ls：只跑标签平滑的两种变体，400 步，16 个种子（每个种子约 45 秒）：full 的 4 个种子定不下 400 步的读法
+    "ls": {**COMMON, "variants": ["paper", "no-ls"], "seeds": list(range(16)), "steps": 400},
     # beta2：β₂ 的两种解释分开量：同样 1600 步，0.999 配 100 步与 1000 步预热
     "beta2": {**COMMON, "variants": ["paper", "beta2-999", "beta2-999-warm"], "seeds": [0, 1, 2, 3], "steps": 1600},
 }
 LONG_OUT = "training-recipe-long.json"  # long 的默认输出文件，与 full 的文件并存
 BETA2_OUT = "training-recipe-beta2.json"  # beta2 的默认输出文件
+LS_OUT = "training-recipe-ls.json"  # ls 的默认输出文件
 
 
 def corpus_lengths(path: Path = CORPUS) -> list[int]:
@@ -198,7 +202,7 @@ def run(preset: str, cfg: dict) -> dict:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     return experiment_main(MODULE, KIND, PRESETS, run, argv, seed=SEED, default_preset="quick",
-                           outputs={"long": LONG_OUT, "beta2": BETA2_OUT})
+                           outputs={"long": LONG_OUT, "beta2": BETA2_OUT, "ls": LS_OUT})
 
 
 if __name__ == "__main__":

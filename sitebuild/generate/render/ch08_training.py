@@ -5,7 +5,8 @@
 - training-recipe.md      三种变体（论文设置、去掉标签平滑、β₂ = 0.999）在评估集上的困惑度、准确率、ECE，
                           以及 β₂ 探针（v̂ 与最近梯度平方之比）；均值都带各种子的最小–最大（逐种子的 runs
                           经 snippets.stats.summarize 算出）。有 beta2 预设的结果时，后面再接一张表：
-                          1600 步时论文设置、β₂ = 0.999 配 100 步预热、β₂ = 0.999 配 1000 步预热
+                          1600 步时论文设置、β₂ = 0.999 配 100 步预热、β₂ = 0.999 配 1000 步预热；有 ls 预设的
+                          结果时再接一张：400 步、更多种子，论文设置与去掉标签平滑的困惑度、准确率、平均置信度与 ECE
 - training-batching.md    同一个训练集按长度分批与不排序装批的批数与填充浪费
 - training-recipe-long.md long 预设（4 倍步数）与 full 并排：标签平滑的两种变体
 
@@ -97,9 +98,38 @@ def render_recipe_table(results: list[dict], out_dir: Path) -> None:
             "ECE 是 10 个置信度区间的期望校准误差，各种子的均值，下一列是它的最小–最大。\n\n")
     tail = (f"\nβ₂ 探针（训练结束时 Σ v̂ 与最近 {r['config']['grad_window']} 步 ‖g‖² 均值之比，各种子的均值（最小–最大））：{probe}。\n\n")
     beta2 = pick(results, "training-recipe", ("beta2",))
-    sources = (r,) if beta2 is None else (r, beta2)
+    ls = pick(results, "training-recipe", ("ls",))
+    sources = (r,) + tuple(x for x in (beta2, ls) if x is not None)
     write_text(out_dir, "training-recipe.md",
-               text + md_table(head, rows) + tail + _beta2_table(beta2) + md_caption(*sources))
+               text + md_table(head, rows) + tail + _beta2_table(beta2) + _ls_table(ls, r) + md_caption(*sources))
+
+
+def _ls_table(r: dict | None, full: dict) -> str:
+    """ls 预设：与 full 同样的 400 步，只跑论文设置与去掉标签平滑，种子更多。没有这个文件时为空。"""
+    if r is None:
+        return ""
+    c = r["config"]
+    text = (f"**标签平滑，{len(c['seeds'])} 个种子（`--preset ls`）。** 设置同上，{c['steps']} 步，只跑"
+            + "与".join(VARIANT_LABELS[v] for v in c["variants"]) + f"两种，种子 {c['seeds']}。"
+            + _same_runs_note(r, full) +
+            "困惑度、准确率同上表；平均置信度是 max p 的均值。均值（各种子的最小–最大）。\n\n")
+    rows = [[SHORT[v], _spread(r, v, "perplexity", False), _spread(r, v, "accuracy", True),
+             _spread(r, v, "confidence", True), _spread(r, v, "ece", False)] for v in c["variants"]]
+    return text + md_table(["变体", "困惑度", "准确率", "平均置信度", "ECE"], rows) + "\n"
+
+
+def _same_runs_note(r: dict, full: dict) -> str:
+    """r 与 full 共有的种子：逐位相同的运行，还是同一种子、不同代码下的另一次运行（两个文件的 commit 不同）。"""
+    mine = {(x["variant"], x["seed"]): x for x in full["runs"]}
+    shared = [x for x in r["runs"] if (x["variant"], x["seed"]) in mine]
+    if not shared:
+        return ""
+    seeds = sorted({x["seed"] for x in shared})
+    if all(x == mine[(x["variant"], x["seed"])] for x in shared):
+        return f"种子 {seeds} 与上表是同样的运行（逐位相同）。"
+    commits = (full["provenance"]["git"]["commit"][:7], r["provenance"]["git"]["commit"][:7])
+    return (f"种子 {seeds} 与上表种子相同，但不是同一次运行：两次运行之间读者代码改过（commit {commits[0]} → "
+            f"{commits[1]}），同一个种子的训练结果也就不同，本表与上表不能逐种子对照。")
 
 
 def _beta2_table(r: dict | None) -> str:

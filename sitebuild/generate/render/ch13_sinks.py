@@ -1,12 +1,13 @@
 """第 13 章的注意力汇点实验 → docs/generated/。
 
-由 results/attention-sinks.json（full）与 attention-sinks-long.json（long；snippets.experiments.attention_sinks）：
+由 results/attention-sinks.json（full）、attention-sinks-long.json（long）与 attention-sinks-wide.json（wide；
+snippets.experiments.attention_sinks）：
 - ch13-sinks.svg         每层每个头放在第一个词元上的注意力质量（远处查询的平均、种子均值）：初始化（对照）与
                          两种开头（plain、bos）训练后；每幅的标题写出各格种子间最大与最小之差的最大值
 - ch13-sinks.md          两种开头、逐层：第一个词元、前 4 个词元、中间词元上的质量（头的均值，各种子的均值与范围），
                          表下写出（种子平均后）最大的头，与均匀基线
 - ch13-sinks-cache.md    滚动缓存：全注意力、窗口、窗口 + 汇点、窗口 + 中间词元的损失（种子均值与范围，与全注意力之差
-                         逐种子先减）
+                         逐种子先减）；有 wide 预设（800 步、更多种子）的结果时，后面再接它的一行质量与滚动缓存的表
 - ch13-sinks-long.md     long 预设：各层第一个词元上的质量（一行）与滚动缓存的表
 
 均值与范围都由逐种子的 runs 经 snippets.stats.summarize 算出。
@@ -121,7 +122,37 @@ def render_cache(results: list[dict], out_dir: Path) -> None:
     if r is None:
         write_text(out_dir, "ch13-sinks-cache.md", NO_RESULTS)
         return
-    write_text(out_dir, "ch13-sinks-cache.md", _cache_table(r) + md_caption(r))
+    wide = pick(results, KIND, prefer=("wide",))
+    if wide is None:
+        write_text(out_dir, "ch13-sinks-cache.md", _cache_table(r) + md_caption(r))
+        return
+    more = (f"**{len(wide['config']['seeds'])} 个种子（`--preset wide`）。** 设置同上。" + _same_runs_note(wide, r)
+            + _setup(wide) + _first_token_line(wide))
+    write_text(out_dir, "ch13-sinks-cache.md",
+               _cache_table(r) + more + _cache_table(wide, with_note=False) + "\n" + md_caption(r, wide))
+
+
+def _same_runs_note(r: dict, full: dict) -> str:
+    """r 与 full 共有的种子：逐位相同的运行，还是同一种子、不同代码下的另一次运行（两个文件的 commit 不同）。"""
+    mine = {(x["condition"], x["seed"]): x for x in full["runs"]}
+    shared = [x for x in r["runs"] if (x["condition"], x["seed"]) in mine]
+    if not shared:
+        return ""
+    seeds = sorted({x["seed"] for x in shared})
+    if all(x == mine[(x["condition"], x["seed"])] for x in shared):
+        return f"种子 {seeds} 与上表是同样的运行（逐位相同）。"
+    commits = (full["provenance"]["git"]["commit"][:7], r["provenance"]["git"]["commit"][:7])
+    return (f"种子 {seeds} 与上表种子相同，但不是同一次运行：两次运行之间读者代码改过（commit {commits[0]} → "
+            f"{commits[1]}），同一个种子的训练结果也就不同，本表与上表不能逐种子对照。")
+
+
+def _first_token_line(r: dict) -> str:
+    """训练后第一个词元上的质量：每层的头均值（种子平均），与最大的头。"""
+    layers = "；".join(
+        f"{c} " + "/".join(f"{statistics.fmean(row):.3f}" for row in head_means(r, c, "trained", "first1"))
+        + f"（最大的头 {max(max(row) for row in head_means(r, c, 'trained', 'first1')):.3f}）"
+        for c in r["config"]["conditions"])
+    return f"训练后第一个词元上的质量（第 1–4 层的头均值）：{layers}；均匀基线 {uniform(r, 'first1'):.3f}。\n\n"
 
 
 def render_long(results: list[dict], out_dir: Path) -> None:
@@ -129,12 +160,8 @@ def render_long(results: list[dict], out_dir: Path) -> None:
     if r is None:
         write_text(out_dir, "ch13-sinks-long.md", NO_RESULTS)
         return
-    layers = "；".join(
-        f"{c} " + "/".join(f"{statistics.fmean(row):.3f}" for row in head_means(r, c, "trained", "first1"))
-        + f"（最大的头 {max(max(row) for row in head_means(r, c, 'trained', 'first1')):.3f}）"
-        for c in r["config"]["conditions"])
-    mass = f"训练后第一个词元上的质量（第 1–4 层的头均值）：{layers}；均匀基线 {uniform(r, 'first1'):.3f}。\n\n"
-    write_text(out_dir, "ch13-sinks-long.md", _setup(r) + mass + _cache_table(r, with_note=False) + "\n" + md_caption(r))
+    write_text(out_dir, "ch13-sinks-long.md",
+               _setup(r) + _first_token_line(r) + _cache_table(r, with_note=False) + "\n" + md_caption(r))
 
 
 def render_figure(results: list[dict], out_dir: Path) -> None:
