@@ -183,6 +183,10 @@ def test_label_smoothing_at_400_steps(recipe, ls_run):
     assert 40 <= seeds_needed(ppl) <= 60                                  # 「约 50 个种子」
     assert_states(CODE, "区间要排除0需要约50个种子", "有1个种子反向")
     assert_reading(CODE, "准确率仍看不出平滑的影响（平均差 +0.4", acc, stated=points(acc))
+    # the reader page's sequel to its worked example: the 4-seed +4.0 points shrink to +0.4 on 16 seeds
+    assert (round(100 * four["accuracy"].mean_difference, 1), round(100 * acc.mean_difference, 1)) == (4.0, 0.4)
+    assert_states("reading-experiments.md", "从4个种子时的+4.0个点缩到+0.4个点")
+    assert_reading("reading-experiments.md", "16 个种子也看不出平滑对准确率的影响", acc, stated=points(acc))
     assert_reading(CODE, "困惑度 16 个种子也分不出高低", ppl, stated=describe(ppl, digits=3))
     assert_reading(CODE, "平滑组平均更高（", ece, stated=describe(ece, digits=3))
     assert_reading(CODE, "平滑组的平均置信度在 16 个种子上都更低", conf, stated=points(conf))

@@ -28,7 +28,7 @@ def test_the_example_reads_each_comparison_as_its_verdict(comparisons):
     assert (accuracy.n, accuracy.verdict) == (4, "不足以下结论")
     assert accuracy.n_agree < accuracy.n and accuracy.interval[0] < 0 < accuracy.interval[1]
     assert (ece.n, ece.verdict, ece.sign) == (4, "一致", 1)
-    assert_reading(PAGE, "看不出平滑对准确率的影响", accuracy)
+    assert_reading(PAGE, "4 个种子，看不出平滑对准确率的影响", accuracy)
     assert_reading(PAGE, "平滑组的 ECE 都更高", ece)
 
 
