@@ -52,7 +52,7 @@ OWN_PAGE_HEAD = ("---\ntitle: 第 {n} 章 · 动手练习\n---\n\n# 从零写一
 
 # Chapters whose 代码与实验 page would pass the element budget with the exercises: they get their own page,
 # and the 代码与实验 page keeps a short 「动手练习」 section that lists and links them.
-OWN_PAGE_CHAPTERS = ("ch12",)
+OWN_PAGE_CHAPTERS = ("ch12", "ch13")
 
 
 def page_for(chapter: str) -> Path:
