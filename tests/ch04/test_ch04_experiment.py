@@ -310,3 +310,8 @@ def test_renderer_writes_placeholders_without_results(tmp_path):
     for name in ("heads-sweep.md", "heads-ablation.md", "heads-long.md", "heads-sweep.svg", "heads-attention.svg",
                  "heads-pruning.svg"):
         assert "尚无测量结果" in (tmp_path / name).read_text(encoding="utf-8")
+
+
+def test_offsets_are_written_with_a_minus_sign():
+    """The heads figure, its caption and the table write −2 as the page does, not the hyphen of -2."""
+    assert [ch04_heads._offset(o) for o in (-2, 0, 3)] == ["−2", "0", "+3"]

@@ -290,3 +290,13 @@ def test_tiny_probe_run(tmp_path):
     assert inference.main(["--preset", "tiny", "--out", str(out), "--no-progress"]) == 0
     data = load_results(out)
     assert data["preset"] == "tiny" and all(r["same_tokens"] for r in data["probes"]["decode"]["rows"])
+
+
+def test_roofline_points_show_on_the_dark_page(tmp_path):
+    """The marked intensities (解码 b=1 …) are drawn in the text colour, which the dark copy swaps for a
+    light grey; a fixed dark grey vanished on the dark page."""
+    from sitebuild.generate.render._style import dark_variant  # what sitebuild.generate.figures writes as -dark.svg
+
+    ch12_inference.render_roofline([], tmp_path)
+    dark = dark_variant((tmp_path / "ch12-roofline.svg").read_text(encoding="utf-8")).lower()
+    assert "#333333" not in dark

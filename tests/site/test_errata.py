@@ -93,6 +93,16 @@ def test_the_generated_page_lists_every_entry(data, tmp_path):
             assert f"](verification/{e['claim'][:4]}.md#{e['claim']})" in block  # its chapter's claims page
 
 
+def test_a_test_id_in_a_cell_can_wrap_in_a_phone_column():
+    """A test id or a file path has no space to wrap at: the cell lets it break after / _ . :: with
+    <wbr> only, so that the text a reader copies is the id itself (page_errata.LONG_RUN)."""
+    text = "测试 tests/ch09/test_ch09_decoding_and_bleu.py::test_a_beam_of_one_is_greedy；results/toy-translation-long.json"
+    cell = errata._cell(text)
+    assert cell.replace("<wbr>", "") == text
+    assert max(len(piece) for piece in re.split(r"<wbr>|\s|；|(?<=-)", cell)) <= 12  # a browser breaks after a hyphen anyway
+    assert errata._cell("d_k = 4 时加性领先 1.25 倍") == "d_k = 4 时加性领先 1.25 倍"  # short runs stay as they are
+
+
 def test_commit_falls_back_to_uncommitted(tmp_path):
     assert errata.commit_of({"id": "ch99-never-added"}) == errata.UNCOMMITTED
     assert errata.commit_of({"id": "x", "commit": "0123456789abcdef"}) == "0123456789"

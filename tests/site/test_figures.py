@@ -131,6 +131,19 @@ def test_palette_readable_on_light_and_dark_backgrounds():
     assert style.contrast_ratio(style.DARK_TEXT_COLOR, style.DARK_BACKGROUND) >= 4.5
 
 
+def test_fixed_colours_in_renderers_show_on_both_pages():
+    """A colour written into a renderer (not PALETTE, not TEXT_COLOR, which dark_variant swaps) is the same
+    in both variants, so it needs 3:1 on the light page and on the dark one (the #333333 points of the
+    ch12 roofline and the #555555 means of the ch09/ch10 dot plots all but vanished on the dark page)."""
+    on_a_filled_cell = {("ch02_copy_task.py", "#ffffff")}  # heatmap labels drawn on a dark cell, not on the page
+    for path in sorted(Path(style.__file__).parent.glob("*.py")):
+        for colour in re.findall(r'color="(#[0-9a-fA-F]{6})"', path.read_text(encoding="utf-8")):
+            if (path.name, colour.lower()) in on_a_filled_cell:
+                continue
+            for background in (style.LIGHT_BACKGROUND, style.DARK_BACKGROUND):
+                assert style.contrast_ratio(colour, background) >= 3.0, (path.name, colour, background)
+
+
 def test_gpu_column_group_replaces_pending_when_cuda_results_exist(tmp_path):
     """合成的（synthetic）GPU 结果只存在于临时目录，用来走通渲染代码；从不写进 results/。"""
     cpu = [r for r in probe_results(load_all()) if r["provenance"]["device"]["type"] == "cpu"]

@@ -36,7 +36,8 @@ def _pct(x: float) -> str:
 
 
 def _offset(o: int) -> str:
-    return f"{o:+d}" if o else "0"
+    """Signed offset with a real minus sign (−2, as the page and the drop next to it write it)."""
+    return f"{o:+d}".replace("-", "−") if o else "0"
 
 
 def _seed_runs(r: dict, h: int) -> list[dict]:

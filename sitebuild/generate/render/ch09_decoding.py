@@ -18,8 +18,8 @@ from pathlib import Path
 
 from snippets.stats import bleu_paired_bootstrap
 
-from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, md_caption, md_table, mean_range, new_figure, pick,
-                                              placeholder_svg, save_svg, series_style, write_text)
+from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, TEXT_COLOR, md_caption, md_table, mean_range,
+                                              new_figure, pick, placeholder_svg, save_svg, series_style, write_text)
 
 # 短标签：手机上表格不必横向滚动。「束 4」= 束宽 4；「平均」= 最后 k 个检查点的平均
 METHOD_LABELS = {"greedy": "贪心", "beam4": "束 4，α=0", "beam4-lp": "束 4，α=0.6",
@@ -56,7 +56,8 @@ def render_figure(results: list[dict], out_dir: Path) -> None:
         bleu = [x["methods"][m]["bleu"] for x in r["runs"]]
         ax.plot(bleu, [y] * len(bleu), **{**series_style(i), "linestyle": "none"})
         mean = sum(bleu) / len(bleu)
-        ax.plot([mean, mean], [y - 0.3, y + 0.3], color="#555555", linewidth=1.5)
+        # the mean in the text colour: dark_variant swaps it for a light grey (#555555 all but vanished there)
+        ax.plot([mean, mean], [y - 0.3, y + 0.3], color=TEXT_COLOR, linewidth=1.5)
     ax.set_yticks(range(len(methods)))
     ax.set_yticklabels([METHOD_LABELS[m] for m in reversed(methods)])
     ax.set_xlabel("BLEU（本章的 corpus_bleu，与 sacreBLEU 相同）")

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, md_caption, md_table, mean_range, new_figure, pick,
-                                              placeholder_svg, save_svg, series_style, write_text)
+from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, TEXT_COLOR, md_caption, md_table, mean_range,
+                                              new_figure, pick, placeholder_svg, save_svg, series_style, write_text)
 from snippets.variations import row_param_count, rounds_to, table3
 
 VOCABS = (37000, 41000, 36000)
@@ -121,7 +121,8 @@ def render_sweep_figure(results: list[dict], out_dir: Path) -> None:
         ppl = [x["eval"]["perplexity"] for x in r["runs"] if x["variant"] == name]
         ax.plot(ppl, [y] * len(ppl), **{**series_style(0 if name == "base" else 1), "linestyle": "none"})
         mean = sum(ppl) / len(ppl)
-        ax.plot([mean, mean], [y - 0.3, y + 0.3], color="#555555", linewidth=1.5)
+        # the mean in the text colour: dark_variant swaps it for a light grey (#555555 all but vanished there)
+        ax.plot([mean, mean], [y - 0.3, y + 0.3], color=TEXT_COLOR, linewidth=1.5)
     ax.set_yticks(range(len(names)))
     ax.set_yticklabels([variant_label(r, n) for n in reversed(names)])
     ax.set_xlabel("评估集困惑度（越低越好）")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_below, md_caption, md_table,
+from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, TEXT_COLOR, legend_below, md_caption, md_table,
                                               mean_range, new_figure, of_kind, placeholder_svg, save_svg, series_style,
                                               write_text)
 from snippets.flash import (ACCELERATORS, decode_attention_intensity, flash_block_sizes, hbm_accesses,
@@ -69,7 +69,8 @@ def render_roofline(results: list[dict], out_dir: Path) -> None:
     h100 = ACCELERATORS["H100 SXM"]
     for j, (label, ai) in enumerate(points):
         y = min(h100["bf16_dense_flops"], ai * h100["hbm_bytes_per_s"]) / 1e12
-        ax.plot([ai], [y], marker="o", color="#333333", markersize=4, linestyle="none")
+        # TEXT_COLOR, not a fixed dark grey: dark_variant swaps it, so the points show on the dark page too
+        ax.plot([ai], [y], marker="o", color=TEXT_COLOR, markersize=4, linestyle="none")
         ax.annotate(label, (ai, y), textcoords="offset points", xytext=(4, -12 if j % 2 else 4), fontsize=8)
     ax.set_xscale("log")
     ax.set_yscale("log")

@@ -75,8 +75,16 @@ def commit_of(entry: dict, path: Path = DATA) -> str:
     return _first_commits(path).get(entry["id"], UNCOMMITTED)
 
 
+# A file path or a test id (tests/ch09/test_x.py::test_y) has no space to wrap at: in a phone's
+# column its table would scroll sideways on every row. <wbr> lets such a run break after / . _ ::
+# without adding a character that a reader copying the test id would get (a zero-width space would).
+LONG_RUN = re.compile(r"[^\s，。；、（）：「」`$]{24,}")
+BREAK_AFTER = re.compile(r"(::|[/_\[(,]|\.(?=[A-Za-z]))(?=\S)")
+
+
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ").strip()
+    text = text.replace("|", "\\|").replace("\n", " ").strip()
+    return LONG_RUN.sub(lambda m: m.group(0) if "](" in m.group(0) else BREAK_AFTER.sub(r"\1<wbr>", m.group(0)), text)
 
 
 def _link(place: str, labels: dict[str, str]) -> str:
