@@ -42,7 +42,7 @@ def render_schedule_figure(results: list[dict], out_dir: Path) -> None:
                 label=f"{name}（d_model = {d}），峰值 {1e4 * r['peak'][name]:.2f}", **series_style(i))
     ax.axvline(c["warmup"] / 1000, color="#888888", linewidth=0.8, linestyle=":")
     ax.set_xlabel("训练步数（千步）")
-    ax.set_ylabel("学习率（×10⁻⁴）")
+    ax.set_ylabel("学习率（单位：万分之一）")  # 上标负号 ⁻ 不在中文字体里，画出来是方框
     ax.set_title(f"warmup_steps = {c['warmup']}（点线）\n之前线性上升，之后按 1/√step 下降")
     legend_below(ax)
     save_svg(fig, out_dir / "lr-schedule.svg", sources=[r])
