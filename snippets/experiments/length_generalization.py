@@ -21,10 +21,9 @@ encountered during training」，论文没有检验它。这里在一个只靠�
 可学习位置嵌入表里 ≥ train_len 的行在训练中从未参与前向，梯度恒为 0，Adam 不更新它们：结果文件记下它们
 与初始值的最大差（应为 0），这是「learned 在训练长度之外只有随机向量」的直接证据，不靠训练时长。
 
-预设：tiny（测试用，几秒）、quick（5 种 × 2 个种子，300 步）、full（5 种 × 5 个种子，600 步，页面用它）、
-long（正弦、RoPE 与 NoPE，11 个种子，2400 步；回答「多练几倍会不会改变读法」，5 个种子分不出 NoPE 与 RoPE
-在长度 128、256 上的高低，按它们的离散程度要 8 到 11 个种子；写 results/length-generalization-long.json，
-不覆盖 full 的结果）。每次运行用了多久，看结果文件的 provenance.runtime_s。
+预设：tiny（测试用，几秒）、quick（5 种 × 2 个种子，300 步，约 1 分钟）、full（5 种 × 5 个种子，600 步，
+约 7 分钟，页面用它）、long（正弦、RoPE 与 NoPE，5 个种子，2400 步，约 16 分钟；回答「多练几倍会不会改变读法」，
+默认写 results/length-generalization-long.json，不覆盖 full 的结果）。
 
 运行：python -m snippets.experiments.length_generalization --preset full   （CPU，单线程）
 """
@@ -59,7 +58,7 @@ PRESETS = {
     "full": {"encodings": ENCODINGS, "seeds": [0, 1, 2, 3, 4], "steps": 600, "warmup_steps": 60, "batch_size": 32,
              "lr": 3e-3, "train_len": 32, "eval_lens": [32, 64, 128, 256], "eval_sequences": 128},
     # long：与 full 相同，只是 4 倍步数，只跑读法可能因训练更久而改变的三种编码
-    "long": {"encodings": ["sinusoid", "rope", "nope"], "seeds": list(range(11)), "steps": 2400, "warmup_steps": 60,
+    "long": {"encodings": ["sinusoid", "rope", "nope"], "seeds": [0, 1, 2, 3, 4], "steps": 2400, "warmup_steps": 60,
              "batch_size": 32, "lr": 3e-3, "train_len": 32, "eval_lens": [32, 64, 128, 256], "eval_sequences": 128},
 }
 LONG_OUT = "length-generalization-long.json"  # long 的默认输出文件，与 full 的文件并存
