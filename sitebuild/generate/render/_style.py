@@ -314,6 +314,21 @@ def value_range(values, fmt=".3f") -> str:
     return f"{lo} 至 {hi}" if lo.startswith(SIGNS) or hi.startswith(SIGNS) else f"{lo}–{hi}"
 
 
+def same_runs_note(r: dict, full: dict, arm: str) -> str:
+    """r 与 full 共有的种子（按 ``arm``、seed 配对）：逐位相同的运行，还是同一种子、不同代码下的另一次运行
+    （两个文件的 commit 不同）。"""
+    mine = {(x[arm], x["seed"]): x for x in full["runs"]}
+    shared = [x for x in r["runs"] if (x[arm], x["seed"]) in mine]
+    if not shared:
+        return ""
+    seeds = sorted({x["seed"] for x in shared})
+    if all(x == mine[(x[arm], x["seed"])] for x in shared):
+        return f"种子 {seeds} 与上表是同样的运行（逐位相同）。"
+    commits = (full["provenance"]["git"]["commit"][:7], r["provenance"]["git"]["commit"][:7])
+    return (f"种子 {seeds} 与上表种子相同，但不是同一次运行：两次运行之间读者代码改过（commit {commits[0]} → "
+            f"{commits[1]}），同一个种子的训练结果也就不同，本表与上表不能逐种子对照。")
+
+
 def mean_range(values, fmt=".3f", range_fmt=None) -> str:
     """种子均值与它的范围：「均值（最小–最大）」，数由 ``snippets.stats.summarize`` 算出。
 

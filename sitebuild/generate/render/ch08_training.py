@@ -18,8 +18,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, legend_below, md_caption, md_table, mean_range,
-                                              new_figure, pick, placeholder_svg, save_svg, series_style, value_range,
-                                              write_text)
+                                              new_figure, pick, placeholder_svg, same_runs_note, save_svg, series_style,
+                                              value_range, write_text)
 
 VARIANT_LABELS = {"paper": "论文设置（ε_ls 0.1，β₂ 0.98）", "no-ls": "去掉标签平滑（ε_ls 0）",
                   "beta2-999": "β₂ = 0.999（ε_ls 0.1）", "beta2-999-warm": "β₂ = 0.999，预热 1000 步（ε_ls 0.1）"}
@@ -111,25 +111,11 @@ def _ls_table(r: dict | None, full: dict) -> str:
     c = r["config"]
     text = (f"**标签平滑，{len(c['seeds'])} 个种子（`--preset ls`）。** 设置同上，{c['steps']} 步，只跑"
             + "与".join(VARIANT_LABELS[v] for v in c["variants"]) + f"两种，种子 {c['seeds']}。"
-            + _same_runs_note(r, full) +
+            + same_runs_note(r, full, "variant") +
             "困惑度、准确率同上表；平均置信度是 max p 的均值。均值（各种子的最小–最大）。\n\n")
     rows = [[SHORT[v], _spread(r, v, "perplexity", False), _spread(r, v, "accuracy", True),
              _spread(r, v, "confidence", True), _spread(r, v, "ece", False)] for v in c["variants"]]
     return text + md_table(["变体", "困惑度", "准确率", "平均置信度", "ECE"], rows) + "\n"
-
-
-def _same_runs_note(r: dict, full: dict) -> str:
-    """r 与 full 共有的种子：逐位相同的运行，还是同一种子、不同代码下的另一次运行（两个文件的 commit 不同）。"""
-    mine = {(x["variant"], x["seed"]): x for x in full["runs"]}
-    shared = [x for x in r["runs"] if (x["variant"], x["seed"]) in mine]
-    if not shared:
-        return ""
-    seeds = sorted({x["seed"] for x in shared})
-    if all(x == mine[(x["variant"], x["seed"])] for x in shared):
-        return f"种子 {seeds} 与上表是同样的运行（逐位相同）。"
-    commits = (full["provenance"]["git"]["commit"][:7], r["provenance"]["git"]["commit"][:7])
-    return (f"种子 {seeds} 与上表种子相同，但不是同一次运行：两次运行之间读者代码改过（commit {commits[0]} → "
-            f"{commits[1]}），同一个种子的训练结果也就不同，本表与上表不能逐种子对照。")
 
 
 def _beta2_table(r: dict | None) -> str:

@@ -21,7 +21,8 @@ import statistics
 from pathlib import Path
 
 from sitebuild.generate.render._style import (FIG_WIDTH, NO_RESULTS, TEXT_COLOR, md_caption, md_table, mean_range,
-                                              new_figure, pick, placeholder_svg, save_svg, weight_colormap, write_text)
+                                              new_figure, pick, placeholder_svg, same_runs_note, save_svg, weight_colormap,
+                                              write_text)
 
 KIND = "attention-sinks"
 CONDITIONS = {"plain": "plain（无开始符号）", "bos": "bos（固定的开始符号）"}
@@ -126,24 +127,10 @@ def render_cache(results: list[dict], out_dir: Path) -> None:
     if wide is None:
         write_text(out_dir, "ch13-sinks-cache.md", _cache_table(r) + md_caption(r))
         return
-    more = (f"**{len(wide['config']['seeds'])} 个种子（`--preset wide`）。** 设置同上。" + _same_runs_note(wide, r)
+    more = (f"**{len(wide['config']['seeds'])} 个种子（`--preset wide`）。** 设置同上。" + same_runs_note(wide, r, "condition")
             + _setup(wide) + _first_token_line(wide))
     write_text(out_dir, "ch13-sinks-cache.md",
                _cache_table(r) + more + _cache_table(wide, with_note=False) + "\n" + md_caption(r, wide))
-
-
-def _same_runs_note(r: dict, full: dict) -> str:
-    """r 与 full 共有的种子：逐位相同的运行，还是同一种子、不同代码下的另一次运行（两个文件的 commit 不同）。"""
-    mine = {(x["condition"], x["seed"]): x for x in full["runs"]}
-    shared = [x for x in r["runs"] if (x["condition"], x["seed"]) in mine]
-    if not shared:
-        return ""
-    seeds = sorted({x["seed"] for x in shared})
-    if all(x == mine[(x["condition"], x["seed"])] for x in shared):
-        return f"种子 {seeds} 与上表是同样的运行（逐位相同）。"
-    commits = (full["provenance"]["git"]["commit"][:7], r["provenance"]["git"]["commit"][:7])
-    return (f"种子 {seeds} 与上表种子相同，但不是同一次运行：两次运行之间读者代码改过（commit {commits[0]} → "
-            f"{commits[1]}），同一个种子的训练结果也就不同，本表与上表不能逐种子对照。")
 
 
 def _first_token_line(r: dict) -> str:
