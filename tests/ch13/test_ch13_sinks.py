@@ -22,7 +22,7 @@ from tests.support.verdicts import assert_reading
 
 CH13 = chapter("13")
 DERIVATION = CH13 + "derivation.md"
-CODE = CH13 + "code.md"
+CODE = CH13 + "experiments.md"  # the measurements' page (split off code.md)
 QUESTIONS = CH13 + "questions.md"
 ROOT = Path(__file__).resolve().parents[2]
 FULL = ROOT / "results" / "attention-sinks.json"

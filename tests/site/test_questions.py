@@ -98,7 +98,7 @@ def test_cheat_sheet_lists_every_question_and_its_core_once():
     sheet = render_markdown()
     assert sheet.count("{ #cheatsheet-ch") == len(chapter_files())
     for q in QUESTIONS:
-        assert sheet.count(f"[**{q.number}**](/chapters/{q.slug}/interview.md#{q.anchor})") == 1
+        assert sheet.count(f"[{q.number}](/chapters/{q.slug}/interview.md#{q.anchor})") == 1
         assert q.core in sheet
 
 
