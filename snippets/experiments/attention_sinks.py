@@ -70,7 +70,7 @@ PRESETS = {
     "long": {**COMMON, "seeds": [0, 1, 2], "steps": 2000, "warmup_steps": 40, "batch_size": 16, "lr": 5e-3,
              "eval_every": 250, "val_sequences": 128},
     # wide：与 full 相同（800 步），9 个种子（约 12 分钟）：full 的 3 个种子定不下的读法
-    "wide": {**COMMON, "seeds": list(range(9)), "steps": 800, "warmup_steps": 40, "batch_size": 16, "lr": 5e-3,
+    "wide": {**COMMON, "seeds": list(range(10)), "steps": 800, "warmup_steps": 40, "batch_size": 16, "lr": 5e-3,
              "eval_every": 100, "val_sequences": 128},
 }
 
