@@ -56,7 +56,7 @@ STEP_DIMS = {"batch": [1, 2, 3], "d_in": [1, 2, 3, 5], "d_h": [1, 2, 3, 4, 6], "
 register(Exercise(
     id="ch01.rnn_step", questions=("1.1",), name="rnn_step", title="RNN 的一步",
     signature="rnn_step(x_t, h_prev, w_xh, w_hh, b)",
-    statement="实现 Elman RNN 的一步 h_t = tanh(W_hh h_{t−1} + W_xh x_t + b)。公式用列向量；"
+    statement="实现 Elman RNN 的一步 h_t = tanh(W_hh h_(t−1) + W_xh x_t + b)。公式用列向量；"
               "张量里一行是一个样本，所以要写成 h_prev @ W_hhᵀ + x_t @ W_xhᵀ + b。",
     shapes="x_t (batch, d_in)，h_prev (batch, d_h)，w_xh (d_h, d_in)，w_hh (d_h, d_h)，b (d_h,) → h_t (batch, d_h)。",
     bad_input="x_t 的宽度不是 d_in、或 h_prev 的形状不是 (batch, d_h)：ValueError，报错信息写出出错的参数名和形状。",
@@ -110,7 +110,7 @@ register(Exercise(
     id="ch01.rnn_forward", name="rnn_forward", title="RNN 沿时间展开",
     signature="rnn_forward(x, w_xh, w_hh, b, h0=None)",
     statement="从 h0 出发（None 时为全 0），逐个时间步调用 RNN 的一步，返回全部隐藏状态：hs[:, t] 就是 h_t，t 从 0 起算"
-              "（h0 本身不在 hs 里）。只能一步一步算：h_t 要用到 h_{t−1}。",
+              "（h0 本身不在 hs 里）。只能一步一步算：h_t 要用到 h_(t−1)。",
     shapes="x (batch, n, d_in)，w_xh (d_h, d_in)，w_hh (d_h, d_h)，b (d_h,)，h0 (batch, d_h) 或 None → hs (batch, n, d_h)。",
     bad_input="x 是空序列（n = 0）：ValueError，报错信息写出 x 和它的形状。",
     reference=_ref_forward, solution=SOLUTION,
@@ -154,13 +154,13 @@ def _make_bad_jacobian(rng, which):
 register(Exercise(
     id="ch01.bptt_jacobian", name="bptt_jacobian", questions=("1.1",), title="BPTT 的雅可比连乘",
     signature="bptt_jacobian(hs, w_hh, k, t)",
-    statement="返回 ∂h_t/∂h_k = ∏_{i=k+1}^{t} diag(1 − h_i²) W_hh：因子从左到右是 i = t, t−1, …, k+1。"
+    statement="返回 ∂h_t/∂h_k = ∏（i = k+1 … t） diag(1 − h_i²) W_hh：因子从左到右是 i = t, t−1, …, k+1。"
               "k = t 时是单位阵。tanh'(a_i) = 1 − h_i²，只用前向存下的 hs。",
     shapes="hs (n, d_h)，w_hh (d_h, d_h)，0 ≤ k ≤ t < n → (d_h, d_h)。",
     bad_input="k、t 不满足 0 ≤ k ≤ t < n：ValueError，报错信息写出 k 和 t。",
     reference=_ref_jacobian, solution=(PAGE, "第二步跨多步是矩阵连乘"),
     stub='''def bptt_jacobian(hs, w_hh, k, t):
-    """∂h_t/∂h_k = ∏_{i=k+1}^{t} diag(1 − h_i²) W_hh，i = t 的因子在最左边；k = t 时是单位阵。
+    """∂h_t/∂h_k = ∏（i = k+1 … t） diag(1 − h_i²) W_hh，i = t 的因子在最左边；k = t 时是单位阵。
     hs (n, d_h)，w_hh (d_h, d_h) → (d_h, d_h)。不满足 0 ≤ k ≤ t < n：ValueError（写出 k、t）。"""
     raise NotImplementedError("在这里写你的实现")
 ''',
@@ -170,7 +170,7 @@ register(Exercise(
                  lambda rng, n, d_h, dtype: _make_jacobian(rng, n, d_h, 0, dtype), matches_reference(),
                  dims={"n": [1, 2, 3], "d_h": [1, 2, 3], "dtype": DTYPES}, tries=6),
         Property("matches", "k < t：与连乘 ∏ diag(1 − h_i²) W_hh 一致，i = t 的因子在最左边",
-                 "因子用的是 h_i（i = k+1 … t），不是 h_{i−1}；每次把新因子乘在右边：J ← J · diag(1 − h_i²) W_hh，i 从 t 往下走。",
+                 "因子用的是 h_i（i = k+1 … t），不是 h_(i−1)；每次把新因子乘在右边：J ← J · diag(1 − h_i²) W_hh，i 从 t 往下走。",
                  PAGE, "第二步跨多步是矩阵连乘", _make_jacobian, matches_reference(),
                  dims={"n": [2, 3, 5], "d_h": [1, 2, 3, 4], "gap": [1, 2, 4], "dtype": DTYPES}),
         Property("bad-k-t", "k > t 或 t ≥ n：ValueError，并写出参数名 k",
@@ -201,13 +201,13 @@ register(Exercise(
     id="ch01.gradient_norms", questions=("1.1",), name="gradient_norms", title="BPTT 的梯度范数",
     signature="gradient_norms(hs, w_hh, max_k)",
     statement="给定一条序列的隐藏状态 hs（hs[i] = h_i）与 W_hh，T = n − 1 是最后一步。对 k = 1 … max_k 返回谱范数"
-              " ‖∂h_T/∂h_{T−k}‖₂，其中 ∂h_T/∂h_{T−k} = ∏_{i=T−k+1}^{T} diag(1 − h_i²) W_hh（i = T 的因子在最左边）。"
+              " ‖∂h_T/∂h_(T−k)‖₂，其中 ∂h_T/∂h_(T−k) = ∏（i = T−k+1 … T） diag(1 − h_i²) W_hh（i = T 的因子在最左边）。"
               "tanh'(a_i) = 1 − h_i²：只用前向存下的 h。",
     shapes="hs (n, d_h)，w_hh (d_h, d_h)，1 ≤ max_k ≤ n − 1 → (max_k,)。",
     bad_input="max_k 不在 [1, n − 1]：ValueError，报错信息写出 max_k。",
     reference=_ref_norms, solution=(PAGE, "第五步数值例子上界不是实际值"),
     stub='''def gradient_norms(hs, w_hh, max_k):
-    """‖∂h_T/∂h_{T−k}‖₂（谱范数），k = 1 … max_k，T = n − 1。
+    """‖∂h_T/∂h_(T−k)‖₂（谱范数），k = 1 … max_k，T = n − 1。
     hs (n, d_h)，w_hh (d_h, d_h) → (max_k,)。max_k 不在 [1, n − 1]：ValueError（写出 max_k）。"""
     raise NotImplementedError("在这里写你的实现")
 ''',

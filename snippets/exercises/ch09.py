@@ -219,7 +219,7 @@ register(Exercise(
     id="ch09.corpus_bleu", name="corpus_bleu", questions=("9.3", "9.4"), title="语料级 BLEU",
     signature="corpus_bleu(hypotheses, references)",
     statement="语料级 BLEU（0–100，4 阶，不平滑，已分好词）：先把所有句子的 c、r、各阶匹配数与总数加起来，再算"
-              " p_n = 匹配数/总数、几何平均 exp(Σ log p_n / 4) 和简短惩罚 BP = min(1, e^{1 − r/c})；"
+              " p_n = 匹配数/总数、几何平均 exp(Σ log p_n / 4) 和简短惩罚 BP = min(1, exp(1 − r/c))；"
               "BLEU = 100·BP·几何平均。任何一阶的匹配数为 0（或 c = 0）时 BLEU 为 0。不是各句 BLEU 的平均。",
     shapes="hypotheses、references：等长的列表，每项是词（str）的列表 → float。",
     bad_input="hypotheses 与 references 的句子数不同：ValueError，报错信息写出 references。",
@@ -234,7 +234,7 @@ register(Exercise(
                  "语料级 BLEU 把各句的匹配数、总数、c、r 分别相加后只算一次；平均各句 BLEU 得到的是另一个数。",
                  BLEU, "corpus-level", _make_corpus, _close_bleu,
                  dims={"sentences": [2, 3, 5], "ref_len": [5, 8, 12], "edits": [1, 2, 3], "longer": [False]}),
-        Property("brevity", "假设比参考长时不罚，短时按 BP = e^{1 − r/c} 罚",
+        Property("brevity", "假设比参考长时不罚，短时按 BP = exp(1 − r/c) 罚",
                  "BP 只罚短：c ≥ r 时 BP = 1；r、c 是整个语料的总长度。几何平均是 exp(Σ log p_n / 4)。",
                  BLEU, "bleu", _make_corpus, _close_bleu,
                  dims={"sentences": [1, 2, 3], "ref_len": [5, 8], "edits": [0, 1, 2], "longer": [True, False]}),

@@ -131,14 +131,14 @@ register(Exercise(
     signature="merge_partial(m, z, acc, partial, query, gain=None, eps=1e-6)",
     statement="Block AttnRes 的第二阶段的一步：第一阶段给了这个子层对 N 个块摘要的 (m, z, acc)；块内到目前的部分和 partial"
               " 是第 N+1 个来源。它的 logit 是 rmsnorm(partial)·gain · query；用在线 softmax 并进来：新的最大值"
-              " m' = max(m, logit)，z' = z·e^{m−m'} + e^{logit−m'}，acc' = acc·e^{m−m'} + e^{logit−m'}·partial，返回 acc'/z'。"
+              " m' = max(m, logit)，z' = z·exp(m−m') + exp(logit−m')，acc' = acc·exp(m−m') + exp(logit−m')·partial，返回 acc'/z'。"
               "partial 为 None（块内第一层）时直接返回 acc/z。结果必须与对 N+1 个来源一次做深度注意力相同。",
     shapes="m、z (...)，acc (..., d)，partial (..., d) 或 None，query (d,) → (..., d)。",
     bad_input="partial 的形状与 acc 不同：ValueError，报错信息写出 partial。",
     reference=_ref_merge, solution=CODE,
     stub='''def merge_partial(m, z, acc, partial, query, gain=None, eps=1e-6):
-    """把 partial 当作第 N+1 个来源并进 (m, z, acc)：m' = max(m, logit)，z' = z·e^{m−m'} + e^{logit−m'}，
-    acc' = acc·e^{m−m'} + e^{logit−m'}·partial，返回 acc'/z'；partial 为 None 时返回 acc/z。→ (..., d)。
+    """把 partial 当作第 N+1 个来源并进 (m, z, acc)：m' = max(m, logit)，z' = z·exp(m−m') + exp(logit−m')，
+    acc' = acc·exp(m−m') + exp(logit−m')·partial，返回 acc'/z'；partial 为 None 时返回 acc/z。→ (..., d)。
     partial 形状与 acc 不同：ValueError（写出 partial）。"""
     raise NotImplementedError("在这里写你的实现")
 ''',
@@ -147,7 +147,7 @@ register(Exercise(
                  "块内第一层还没有部分和：第一阶段的结果归一化一下就是它的输入。", DERIV, "two-phase",
                  lambda rng, **d: _make_merge(rng, first=True, **d), matches_reference(), dims=MERGE_DIMS),
         Property("matches", "并进 partial 后，与对 N+1 个来源一次做深度注意力相同（logit 差得很远时也不溢出）",
-                 "旧的 z、acc 都要乘 e^{m − m'}（最大值变了，旧部分要重新缩放）；partial 的 logit 用 RMSNorm 过的 partial，"
+                 "旧的 z、acc 都要乘 exp(m − m')（最大值变了，旧部分要重新缩放）；partial 的 logit 用 RMSNorm 过的 partial，"
                  "加进 acc 的却是原来的 partial。", DERIV, "two-phase", _make_merge, matches_reference(), dims=MERGE_DIMS),
         Property("bad-partial", "partial 的形状与 acc 不同：ValueError，并写出参数名 partial",
                  "比较 partial.shape 与 acc.shape。", DERIV, "two-phase",

@@ -54,28 +54,28 @@ register(Exercise(
     id="ch12.online_softmax_update", name="online_softmax_update", questions=("12.4",), title="在线 softmax 的一步",
     signature="online_softmax_update(m, l, acc, s, v_blk)",
     statement="FlashAttention 的递推：到目前为止每行的最大值 m、指数和 l、未归一化的输出 acc；来了一块分数 s 和它对应的 v_blk。"
-              "新最大值 m' = max(m, max_j s_j)，l' = e^{m−m'}·l + Σ_j e^{s_j−m'}，acc' = e^{m−m'}·acc + e^{s−m'} @ v_blk。"
+              "新最大值 m' = max(m, max_j s_j)，l' = exp(m−m')·l + Σ_j exp(s_j−m')，acc' = exp(m−m')·acc + exp(s−m') @ v_blk。"
               "初始状态是 m = −∞、l = 0、acc = 0；被遮住的分数是 −∞。一行到目前全被遮住时（m' = −∞）不能出现 NaN：l、acc 保持 0。",
     shapes="m、l (..., bq, 1)，acc (..., bq, d_v)，s (..., bq, bk)，v_blk (..., bk, d_v) → (m', l', acc')，形状不变。",
     bad_input="s 的列数与 v_blk 的行数不同：ValueError，报错信息写出 v_blk。",
     reference=_ref_update_checked, solution=CODE,
     stub='''def online_softmax_update(m, l, acc, s, v_blk):
-    """m' = max(m, rowmax s)，l' = e^{m−m'}·l + Σ e^{s−m'}，acc' = e^{m−m'}·acc + e^{s−m'} @ v_blk。
+    """m' = max(m, rowmax s)，l' = exp(m−m')·l + Σ exp(s−m')，acc' = exp(m−m')·acc + exp(s−m') @ v_blk。
     m、l (..., bq, 1)，acc (..., bq, d_v)，s (..., bq, bk)，v_blk (..., bk, d_v) → (m', l', acc')。
     整行 −∞ 时不出现 NaN。s 与 v_blk 对不上：ValueError（写出 v_blk）。"""
     raise NotImplementedError("在这里写你的实现")
 ''',
     properties=[
-        Property("first-block", "第一块（m = −∞、l = 0、acc = 0）：l' = Σ e^{s−m'}，acc' = e^{s−m'} @ v",
-                 "初始 m = −∞ 时 e^{m−m'} = 0：旧的 l、acc 不参与；这一块的权重是 e^{s−m'}，m' 是新的行最大值（不是旧的 m，也不是 0）。", DERIV, "flash",
+        Property("first-block", "第一块（m = −∞、l = 0、acc = 0）：l' = Σ exp(s−m')，acc' = exp(s−m') @ v",
+                 "初始 m = −∞ 时 exp(m−m') = 0：旧的 l、acc 不参与；这一块的权重是 exp(s−m')，m' 是新的行最大值（不是旧的 m，也不是 0）。", DERIV, "flash",
                  lambda rng, **d: _first_block(rng, masked_first=False, **d), matches_reference(),
                  dims={"rows": [1, 2, 3], "bk": [1, 2, 4], "d_v": [1, 2], "dtype": DTYPES}, tries=8),
-        Property("rescale", "之后的块：旧的 l、acc 乘 e^{m−m'} 校正（新块的最大值更大或更小时都对）",
-                 "最大值从 m 变成 m' 后，旧的 l 与 acc 是按 m 算的：都要乘 e^{m−m'}；新块的权重用 e^{s−m'}，不是 e^{s−m}。",
+        Property("rescale", "之后的块：旧的 l、acc 乘 exp(m−m') 校正（新块的最大值更大或更小时都对）",
+                 "最大值从 m 变成 m' 后，旧的 l 与 acc 是按 m 算的：都要乘 exp(m−m')；新块的权重用 exp(s−m')，不是 exp(s−m)。",
                  DERIV, "flash", lambda rng, **d: _make_update(rng, masked_first=False, **d), matches_reference(),
                  dims=UPDATE_DIMS),
         Property("masked", "一行到目前全被遮住（m' = −∞）：不出现 NaN，l、acc 保持 0",
-                 "(−∞) − (−∞) = NaN：m' = −∞ 时拿 0 当参考点（e^{−∞−0} = 0）。", DERIV, "flash",
+                 "(−∞) − (−∞) = NaN：m' = −∞ 时拿 0 当参考点（exp(−∞−0) = 0）。", DERIV, "flash",
                  lambda rng, blocks_before, **d: (_first_block(rng, masked_first=True, **{k: v for k, v in d.items()
                                                                                             if k != "offset"})
                                                   if blocks_before == 1 else
@@ -118,7 +118,7 @@ register(Exercise(
     properties=[
         Property("matches", "与 softmax(QKᵀ/√d_k)V 相同：block 整除与不整除 n、分数很大时都对",
                  "每个查询块都要从 m = −∞、l = 0、acc = 0 重新开始；最后一块可能不满 block 个；分数要除以 √d_k；"
-                 "换块时旧的 l、acc 要乘 e^{m−m'}。", DERIV, "flash", _make_blockwise, matches_reference(),
+                 "换块时旧的 l、acc 要乘 exp(m−m')。", DERIV, "flash", _make_blockwise, matches_reference(),
                  dims={"batch": [0, 2], "n_q": [1, 3, 5, 8], "n_k": [1, 2, 5, 9], "d": [1, 2, 4], "block": [1, 2, 3, 4, 16],
                        "scale": [1.0, 20.0], "dtype": DTYPES}, tries=16),
         Property("bad-block", "block = 0：ValueError，并写出参数名 block",

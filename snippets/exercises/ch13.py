@@ -27,7 +27,7 @@ def _make_chunked(rng, batch, n, d_k, d_v, chunk, dtype):
 register(Exercise(
     id="ch13.linear_attention_chunked", name="linear_attention_chunked", questions=("13.3",), title="分块的线性注意力",
     signature="linear_attention_chunked(q, k, v, chunk)",
-    statement="因果线性注意力（没有 softmax）o_t = Σ_{s≤t} (q_t·k_s) v_s 的分块形式：状态 S = Σ v_s k_sᵀ 是 d_v × d_k 的矩阵。"
+    statement="因果线性注意力（没有 softmax）o_t = Σ（s≤t） (q_t·k_s) v_s 的分块形式：状态 S = Σ v_s k_sᵀ 是 d_v × d_k 的矩阵。"
               "对每一块 [i, i + C)：先算之前各块的贡献 Q_blk Sᵀ，再加块内的因果部分 (M ⊙ Q_blk K_blkᵀ) V_blk（M 下三角含对角线），"
               "然后才用这一块更新 S ← S + V_blkᵀ K_blk。chunk 可以不整除 n。结果与递推形式、并行形式都相同。",
     shapes="q、k (..., n, d_k)，v (..., n, d_v)，chunk 正整数 → (..., n, d_v)。",
@@ -39,7 +39,7 @@ register(Exercise(
     raise NotImplementedError("在这里写你的实现")
 ''',
     properties=[
-        Property("matches", "与因果的 Σ_{s≤t} (q_t·k_s) v_s 相同：chunk 整除与不整除 n、d_k ≠ d_v",
+        Property("matches", "与因果的 Σ（s≤t） (q_t·k_s) v_s 相同：chunk 整除与不整除 n、d_k ≠ d_v",
                  "块内也要因果（下三角含对角线）；先用旧的 S 算块间贡献，再把这一块加进 S；S 是 Σ v kᵀ（d_v × d_k），"
                  "块间贡献是 Q Sᵀ；最后一块可能不满 chunk 个。", LINEAR, "linear-attention", _make_chunked,
                  matches_reference(),
@@ -127,20 +127,20 @@ REC_DIMS = {"batch": [0, 2], "n": [1, 2, 3, 6], "d_k": [1, 2, 3], "d_v": [1, 2],
 register(Exercise(
     id="ch13.delta_rule_recurrent", name="delta_rule_recurrent", questions=("13.6",), title="增量规则的递推",
     signature="delta_rule_recurrent(q, k, v, beta)",
-    statement="DeltaNet：S_0 = 0，逐个位置 S_t = S_{t−1}(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ，输出 o_t = S_t q_t"
+    statement="DeltaNet：S_0 = 0，逐个位置 S_t = S_(t−1)(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ，输出 o_t = S_t q_t"
               "（用更新之后的状态：位置 t 看得见自己写入的 v_t）。每个键 ‖k_t‖ = 1，0 ≤ β_t ≤ 2。",
     shapes="q、k (..., n, d_k)，v (..., n, d_v)，beta (..., n) → (..., n, d_v)。",
     bad_input="beta 有负数或大于 2 的值：ValueError，报错信息写出 beta。",
     reference=_ref_recurrent, solution=CODE,
     stub='''def delta_rule_recurrent(q, k, v, beta):
-    """S_0 = 0，S_t = S_{t−1}(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ，o_t = S_t q_t（更新之后）。
+    """S_0 = 0，S_t = S_(t−1)(I − β_t k_t k_tᵀ) + β_t v_t k_tᵀ，o_t = S_t q_t（更新之后）。
     q、k (..., n, d_k)，v (..., n, d_v)，beta (..., n) → (..., n, d_v)。
     beta 不在 [0, 2]：ValueError（写出 beta）。"""
     raise NotImplementedError("在这里写你的实现")
 ''',
     properties=[
         Property("matches", "逐步的增量规则，输出用更新之后的状态 S_t",
-                 "o_t = S_t q_t，S_t 已经写入了 (k_t, v_t)；每一步都要先擦掉 S_{t−1} 对 k_t 的旧预测（−β (S k) kᵀ）。",
+                 "o_t = S_t q_t，S_t 已经写入了 (k_t, v_t)；每一步都要先擦掉 S_(t−1) 对 k_t 的旧预测（−β (S k) kᵀ）。",
                  LINEAR, "delta-rule", _make_recurrent, matches_reference(), dims=REC_DIMS),
         Property("overwrite", "同一个键写两次：第二次按误差改写，不是累加",
                  "普通线性注意力只会把 v kᵀ 加上去；增量规则先读出 S k，再按 v − S k 改写：同一个键第二次写入时旧值被替换。",
@@ -171,20 +171,20 @@ def _make_decay(rng, batch, n, d_k, d_v, resets, dtype):
 register(Exercise(
     id="ch13.decay_linear_attention", name="decay_linear_attention", questions=("13.9",), title="带衰减的线性注意力",
     signature="decay_linear_attention(q, k, v, a)",
-    statement="带标量衰减门的线性注意力（RetNet、Mamba-2 的 SSD）：S_0 = 0，S_t = a_t S_{t−1} + v_t k_tᵀ，o_t = S_t q_t。"
-              "也可以写成矩阵形式 O = (L ⊙ QKᵀ)V，L_ij = a_{j+1}⋯a_i（i ≥ j）。a_t = 0 是一次硬重置：之前的一切都被忘掉，"
+    statement="带标量衰减门的线性注意力（RetNet、Mamba-2 的 SSD）：S_0 = 0，S_t = a_t S_(t−1) + v_t k_tᵀ，o_t = S_t q_t。"
+              "也可以写成矩阵形式 O = (L ⊙ QKᵀ)V，L_ij = a_(j+1)⋯a_i（i ≥ j）。a_t = 0 是一次硬重置：之前的一切都被忘掉，"
               "结果里不能出现 NaN（取 log 再做累积和的写法在这里会出错）。",
     shapes="q、k (..., n, d_k)，v (..., n, d_v)，a (..., n)，通常在 [0, 1] → (..., n, d_v)。",
     bad_input="a 的形状不是 (..., n)：ValueError，报错信息写出 a。",
     reference=_ref_decay, solution=CODE,
     stub='''def decay_linear_attention(q, k, v, a):
-    """S_0 = 0，S_t = a_t S_{t−1} + v_t k_tᵀ，o_t = S_t q_t。a_t = 0 是硬重置，不能出现 NaN。
+    """S_0 = 0，S_t = a_t S_(t−1) + v_t k_tᵀ，o_t = S_t q_t。a_t = 0 是硬重置，不能出现 NaN。
     q、k (..., n, d_k)，v (..., n, d_v)，a (..., n) → (..., n, d_v)。a 形状不对：ValueError（写出 a）。"""
     raise NotImplementedError("在这里写你的实现")
 ''',
     properties=[
-        Property("matches", "衰减在 (0.4, 1) 之间：o_t = S_t q_t，S_t = a_t S_{t−1} + v_t k_tᵀ",
-                 "先衰减旧状态、再加这一步的 v kᵀ（a_t 不乘这一步自己的写入）；输出用更新之后的 S_t；位置 t 的衰减是 a_t，不是 a_{t−1}。",
+        Property("matches", "衰减在 (0.4, 1) 之间：o_t = S_t q_t，S_t = a_t S_(t−1) + v_t k_tᵀ",
+                 "先衰减旧状态、再加这一步的 v kᵀ（a_t 不乘这一步自己的写入）；输出用更新之后的 S_t；位置 t 的衰减是 a_t，不是 a_(t−1)。",
                  LINEAR, "decay", lambda rng, **d: _make_decay(rng, resets=0, **d), matches_reference(),
                  dims={"batch": [0, 2], "n": [1, 2, 4, 6], "d_k": [1, 2, 3], "d_v": [1, 2], "dtype": DTYPES}),
         Property("reset", "a_t = 0（硬重置）：之前的状态全部清零，不出现 NaN",
