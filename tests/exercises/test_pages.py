@@ -70,3 +70,12 @@ def test_each_practised_question_links_its_exercise(chapter):
     for exercise in core.load_all().values():
         if exercise.chapter == chapter and exercise.questions:
             assert f"#{gen.anchor(exercise)})" in text
+
+
+@pytest.mark.parametrize("exercise", sorted(core.load_all()), ids=str)
+def test_statements_write_formulas_without_tex_braces(exercise):
+    """The texts are shown as plain text on the page and in the terminal: e^{m−m'} or h_{t−1} reach the reader
+    with their braces. They are written exp(m − m′), h_(t−1), ∏（i = k+1 … t） instead."""
+    e = core.load_all()[exercise]
+    texts = [e.statement, e.shapes, e.bad_input] + [t for p in e.properties for t in (p.text, p.hint)]
+    assert not [t for t in texts if re.search(r"[_^]\{", t)]
