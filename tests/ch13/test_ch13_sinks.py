@@ -312,15 +312,15 @@ def max_abs_difference(a, b) -> float:
 
 
 @pytest.mark.claim("ch13-sink-wide", paper="Xiao et al. 2023 (StreamingLLM)", results="results/attention-sinks-wide.json",
-                   title="实测：9 个种子，只留窗口的代价定下来了，留开头不比留中间好",
-                   text="800 步、每种开头 9 个种子（与 3 个种子那次只差舍入，初始化时的注意力相差 < 1e-8，训练后不同）："
-                        "只留窗口的代价 6 个组合里 5 个「一致」更高，只有 bos、w = 16「不足以下结论」；留中间与留开头 5 个组合"
-                        "「不足以下结论」，plain、w = 8 时留中间平均更低（「多数」，约 0.0007 nats），均值相差都 < 0.006 nats；"
-                        "第一个词元的质量比初始化时更低（都「一致」），逐层 plain 4 层与 bos 第 1、2 层「一致」、bos 第 3 层「多数」、"
-                        "第 4 层「不足以下结论」；bos 最大的头 0.048（均匀的 2.2 倍）")
+                   title="实测：10 个种子，只留窗口的代价定下来了，留开头与留中间分不出",
+                   text="800 步、每种开头 10 个种子（与 3 个种子那次只差舍入，初始化时的注意力相差 < 1e-8，训练后不同）："
+                        "只留窗口的代价 6 个组合都「一致」更高（bos、w = 16 的区间下端 < 0.001 nats，9 个种子时还「不足以下结论」）；"
+                        "留中间与留开头 6 个组合都「不足以下结论」（plain、w = 8 在 9 个种子时是「多数」），均值相差都 < 0.012 nats；"
+                        "第一个词元的质量比初始化时更低（都「一致」），逐层 plain 4 层与 bos 第 2 层「一致」、bos 第 1、3 层「多数」、"
+                        "第 4 层「不足以下结论」；bos 最大的头 0.044（均匀的 2.0 倍）")
 def test_sink_wide(full, wide):
     cfg = wide["config"]
-    assert cfg["seeds"] == list(range(9)) and {k: v for k, v in cfg.items() if k != "seeds"} == {
+    assert cfg["seeds"] == list(range(10)) and {k: v for k, v in cfg.items() if k != "seeds"} == {
         k: v for k, v in full["config"].items() if k != "seeds"}
     # 共有的种子：初始化时的注意力只差舍入，训练后已是不同的运行
     shared = [(r, s) for r in ch13_sinks.runs_of(full, "plain") + ch13_sinks.runs_of(full, "bos")
@@ -330,44 +330,44 @@ def test_sink_wide(full, wide):
     assert all(r["val_loss"] != s["val_loss"] for r, s in shared)
     assert_states(CODE, "初始化时的注意力权重两次相差不到10^{-8}")
     cost = {(cond, w): modes(wide, cond, w, "full", "window") for cond in exp.CONDITIONS for w in cfg["windows"]}
-    unsettled = [k for k, c in cost.items() if c.verdict == "不足以下结论"]
-    assert unsettled == [("bos", 16)]
-    assert all((c.verdict, c.sign) == ("一致", 1) for k, c in cost.items() if k not in unsettled)
+    assert all((c.verdict, c.sign) == ("一致", 1) for c in cost.values())
+    assert 0 < cost[("bos", 16)].interval[0] < 0.001                              # 「下端几乎贴着 0」
     three_seeds = {k for k in cost if modes(full, *k, "full", "window").verdict != "不足以下结论"}
     assert three_seeds == {("plain", 16)}
-    for page, fragment, key in ((CODE, "时 plain 只留窗口的损失在 9 个种子上都更高", ("plain", 4)),
+    for page, fragment, key in ((CODE, "时 plain 只留窗口的损失在 10 个种子上都更高", ("plain", 4)),
                                 (CODE, "bos 的也都更高（平均差 +0.087", ("bos", 4)),
                                 (CODE, "$w=8$ 时 plain 也都更高", ("plain", 8)),
-                                (CODE, "bos 的也都更高（平均差 +0.023", ("bos", 8)),
-                                (CODE, "时 plain 的在 9 个种子上都更高", ("plain", 16)),
-                                (CODE, "的代价 9 个种子还看不出比全注意力更高", ("bos", 16)),
-                                (DERIVATION, "plain 的在 9 个种子上都更高", ("plain", 4)),
+                                (CODE, "bos 的也都更高（平均差 +0.028", ("bos", 8)),
+                                (CODE, "时 plain 的在 10 个种子上都更高", ("plain", 16)),
+                                (DERIVATION, "plain 的在 10 个种子上都更高", ("plain", 4)),
                                 (DERIVATION, "bos 的也都更高（$w=4$", ("bos", 4)),
                                 (QUESTIONS, "两种开头都定下来了（", ("plain", 4))):
         assert_reading(page, fragment, cost[key], stated=nats(cost[key]))
     middle = {(cond, w): modes(wide, cond, w, "sinks", "middle") for cond in exp.CONDITIONS for w in cfg["windows"]}
-    settled = {k: (c.verdict, c.sign) for k, c in middle.items() if c.verdict != "不足以下结论"}
-    assert settled == {("plain", 8): ("多数", -1)}
-    assert round(middle[("plain", 8)].mean_difference, 4) == -0.0007
-    assert max(abs(c.mean_difference) for c in middle.values()) < 0.006
-    assert_states(CODE, "但只低约0.0007nats；种子平均后两者相差都不到0.006nats")
+    assert all(c.verdict == "不足以下结论" for c in middle.values())
+    assert max(abs(c.mean_difference) for c in middle.values()) < 0.012
+    assert_states(CODE, "种子平均后两者相差都不到0.012nats")
     four = lambda c: describe(c, " nats", digits=4)                                    # noqa: E731
-    assert_reading(CODE, "时留中间的损失平均反而更低", middle[("plain", 8)], stated=four(middle[("plain", 8)]))
-    assert_reading(DERIVATION, "时留中间的损失平均反而略低", middle[("plain", 8)], stated=four(middle[("plain", 8)]))
-    for page, fragment in ((CODE, "9 个种子在 5 个组合上仍分不出高低（plain"), (DERIVATION, "9 个种子也分不出（plain"),
-                           (QUESTIONS, "9 个种子也分不出（平均差")):
+    assert_reading(CODE, "的代价也在 10 个种子上都更高", cost[("bos", 16)], stated=four(cost[("bos", 16)]))
+    # 9 个种子时 plain、w = 8 是「多数」：多一个种子就变了
+    nine = {k: v for k, v in wide.items() if k != "runs"} | {"runs": [r for r in wide["runs"] if r["seed"] < 9]}
+    assert (modes(nine, "plain", 8, "sinks", "middle").verdict, modes(nine, "bos", 16, "full", "window").verdict) == (
+        "多数", "不足以下结论")
+    assert_reading(CODE, "这一格看不出留中间更低了", middle[("plain", 8)], stated=four(middle[("plain", 8)]))
+    for page, fragment in ((CODE, "10 个种子在 6 个组合上都分不出高低（plain"), (DERIVATION, "10 个种子在 6 个组合上也都分不出（plain"),
+                           (QUESTIONS, "10 个种子也分不出（平均差")):
         assert_reading(page, fragment, middle[("plain", 4)], stated=nats(middle[("plain", 4)]))
     init = {cond: mass_vs_init(wide, cond) for cond in exp.CONDITIONS}
     assert all((c.verdict, c.sign) == ("一致", -1) for c in init.values())
-    assert_reading(CODE, "两种开头的第一个词元分到的质量在 9 个种子上都比初始化时更低", init["plain"],
+    assert_reading(CODE, "两种开头的第一个词元分到的质量在 10 个种子上都比初始化时更低", init["plain"],
                    stated=plain3(init["plain"]))
     per_layer = {(cond, l + 1): mass_vs_init(wide, cond, [l]).verdict for cond in exp.CONDITIONS for l in range(4)}
     assert [per_layer[("plain", l)] for l in range(1, 5)] == ["一致"] * 4
-    assert [per_layer[("bos", l)] for l in range(1, 5)] == ["一致", "一致", "多数", "不足以下结论"]
-    assert_states(CODE, "plain的4层与bos的第1、2层是「一致」，bos的第3层「多数」，第4层不足以下结论")
+    assert [per_layer[("bos", l)] for l in range(1, 5)] == ["多数", "一致", "多数", "不足以下结论"]
+    assert_states(CODE, "plain的4层与bos的第2层是「一致」，bos的第1、3层「多数」，第4层不足以下结论")
     top = max(max(row) for row in mass(wide, "bos", "trained", "first1"))
-    assert round(top, 3) == 0.048 and round(top / ch13_sinks.uniform(wide, "first1"), 1) == 2.2
-    assert_states(CODE, "最大的一个头是0.048，约为均匀基线的2.2倍", "9个种子时6个组合里5个「一致」")
+    assert round(top, 3) == 0.044 and round(top / ch13_sinks.uniform(wide, "first1"), 1) == 2.0
+    assert_states(CODE, "最大的一个头是0.044，约为均匀基线的2.0倍", "10个种子时6个组合都「一致」")
 
 
 @pytest.mark.slow  # trains two tiny models
@@ -392,7 +392,7 @@ def test_renderer_writes_every_file(tmp_path, full):
     wide = committed(WIDE, "wide")
     ch13_sinks.render_cache(data + [{**wide, "_file": "results/attention-sinks-wide.json"}], tmp_path / "wide")
     both = (tmp_path / "wide" / "ch13-sinks-cache.md").read_text(encoding="utf-8")
-    assert both.startswith(table.split("<p class")[0]) and "**9 个种子（`--preset wide`）。**" in both
+    assert both.startswith(table.split("<p class")[0]) and "**10 个种子（`--preset wide`）。**" in both
     assert "种子 [0, 1, 2] 与上表种子相同，但不是同一次运行" in both and both.count("| plain | 4 |") == 2
     for render in ch13_sinks.RENDERERS:
         render([], tmp_path / "empty")
