@@ -189,7 +189,7 @@ def test_file_covers_every_condition_and_seed(full):
                    results="results/attention-sinks.json",
                    title="实测：小模型没有学到注意力汇点",
                    text="800 步、3 个种子、两种开头：4 层平均，第一个词元分到的质量比初始化时与均匀的 0.021 更低（都「一致」），"
-                        "逐层 8 个与初始化的比较里 7 个「一致」；种子平均后没有一个头超过 0.025；前 4 个词元都低于均匀的 0.086")
+                        "逐层 8 个与初始化的比较里 7 个「一致」；种子平均后没有一个头超过 0.03；前 4 个词元都低于均匀的 0.086")
 def test_sink_mass(full):
     cfg = full["config"]
     assert cfg["steps"] == 800 and len(cfg["seeds"]) == 3 and cfg["far"] == 32
@@ -199,19 +199,19 @@ def test_sink_mass(full):
         for before, after in zip(init, trained):
             assert statistics.fmean(after) < statistics.fmean(before)
             assert statistics.fmean(after) < ch13_sinks.uniform(full, "first1")
-            assert max(after) <= 0.025
+            assert max(after) <= 0.03
         assert max(max(row) for row in mass(full, condition, "trained", "first4")) < ch13_sinks.uniform(full, "first4")
-    assert_states(CODE, "没有一个头超过0.025", "均匀的0.086")
-    assert_states(DERIVATION, "没有一个头超过0.025")
+    assert_states(CODE, "没有一个头超过0.03", "均匀的0.086")
+    assert_states(DERIVATION, "没有一个头超过0.03")
     init = {cond: mass_vs_init(full, cond) for cond in exp.CONDITIONS}
     uniform = {cond: mass_vs_uniform(full, cond) for cond in exp.CONDITIONS}
     assert all((c.verdict, c.sign) == ("一致", -1) for c in [*init.values(), *uniform.values()])
     assert_reading(CODE, "个种子上分到的质量都比初始化时更低", init["plain"], stated=plain3(init["plain"]))
     assert_reading(CODE, "bos 的也比初始化时更低", init["bos"], stated=plain3(init["bos"]))
     assert_reading(CODE, "比，plain 的更低", uniform["plain"], stated=plain3(uniform["plain"]))
-    assert_reading(CODE, "bos 的也更低（平均差 -0.015", uniform["bos"], stated=plain3(uniform["bos"]))
+    assert_reading(CODE, "bos 的也更低（平均差 -0.014", uniform["bos"], stated=plain3(uniform["bos"]))
     assert_reading(DERIVATION, "的均匀基线（平均差", uniform["plain"], stated=plain3(uniform["plain"]))
-    assert_reading(DERIVATION, "bos 的也更低（平均差 -0.015", uniform["bos"], stated=plain3(uniform["bos"]))
+    assert_reading(DERIVATION, "bos 的也更低（平均差 -0.014", uniform["bos"], stated=plain3(uniform["bos"]))
     assert_reading(QUESTIONS, "分到的质量比初始化时更低", init["plain"], stated=plain3(init["plain"]))
     per_layer = {(cond, l + 1): mass_vs_init(full, cond, [l]).verdict for cond in exp.CONDITIONS for l in range(4)}
     assert sum(v == "一致" for v in per_layer.values()) == 7 and per_layer[("bos", 3)] == "不足以下结论"
@@ -220,29 +220,28 @@ def test_sink_mass(full):
 
 @pytest.mark.claim("ch13-sink-window", paper="Xiao et al. 2023 (StreamingLLM)", results="results/attention-sinks.json",
                    title="实测：滚动缓存里留开头不比留中间词元好",
-                   text="只留窗口的代价（种子平均）：w = 4 时 > 0.09 nats，w = 8 时 > 0.02，w = 16 时 < 0.01，但逐种子只有 "
-                        "plain、w = 16 是「一致」，其余（含 w = 4）「不足以下结论」；留 4 个中间词元与留前 4 个 6 个组合都「不足以下结论」，"
+                   text="只留窗口的代价（种子平均）：w = 4 时 > 0.09 nats，w = 8 时 0.019–0.030，w = 16 时 < 0.01，但逐种子 6 个"
+                        "组合都「不足以下结论」；留 4 个中间词元与留前 4 个 6 个组合都「不足以下结论」，"
                         "种子平均后前者不比后者差 0.001 nats 以上")
 def test_sink_window(full):
     cfg = full["config"]
     assert cfg["sinks"] == 4 and cfg["score_from"] == 40 and cfg["windows"] == [4, 8, 16]
     for condition in exp.CONDITIONS:
         assert delta(full, condition, 4, "window") > 0.09
-        assert delta(full, condition, 8, "window") > 0.02
+        assert 0.019 <= round(delta(full, condition, 8, "window"), 3) <= 0.030
         assert 0 < delta(full, condition, 16, "window") < 0.01
         for w in cfg["windows"]:
             assert delta(full, condition, w, "middle") - delta(full, condition, w, "sinks") < 0.001
     spread = per_seed_delta(full, "plain", 4, "window")
-    assert round(min(spread), 2) == 0.02 and round(max(spread), 2) == 0.34
-    assert_states(CODE, "w=4时两种开头都多出0.09nats以上", "w=8时0.02以上", "w=16时不到0.01",
-                  "都不比(c)高出0.001nats以上", "0.02到0.34nats")
+    assert round(min(spread), 2) == 0.02 and round(max(spread), 2) == 0.25
+    assert_states(CODE, "w=4时两种开头都多出0.09nats以上", "w=8时约0.02到0.03", "w=16时不到0.01",
+                  "都不比(c)高出0.001nats以上", "0.02到0.25nats")
     assert_states(DERIVATION, "w=4的损失均值多出0.09nats以上", "都不比(c)留前4个高出0.001nats以上")
     cost = {(cond, w): modes(full, cond, w, "full", "window") for cond in exp.CONDITIONS for w in cfg["windows"]}
-    assert [k for k, c in cost.items() if c.verdict != "不足以下结论"] == [("plain", 16)]
-    assert (cost[("plain", 16)].verdict, cost[("plain", 16)].sign) == ("一致", 1)
+    assert all(c.verdict == "不足以下结论" for c in cost.values())
     assert_reading(CODE, "plain 看不出只留窗口比全注意力更差", cost[("plain", 4)], stated=nats(cost[("plain", 4)]))
-    assert_reading(CODE, "bos 也看不出（平均差 +0.095", cost[("bos", 4)], stated=nats(cost[("bos", 4)]))
-    assert_reading(CODE, "的代价在 3 个种子上都更高（平均差 +0.001", cost[("plain", 16)], stated=nats(cost[("plain", 16)]))
+    assert_reading(CODE, "bos 也看不出（平均差 +0.101", cost[("bos", 4)], stated=nats(cost[("bos", 4)]))
+    assert_reading(CODE, "连 plain、$w=16$ 这个只有千分之一 nats 的也是", cost[("plain", 16)], stated=nats(cost[("plain", 16)]))
     assert_reading(DERIVATION, "个种子还看不出这份代价", cost[("plain", 4)], stated=nats(cost[("plain", 4)]))
     middle = {(cond, w): modes(full, cond, w, "sinks", "middle") for cond in exp.CONDITIONS for w in cfg["windows"]}
     assert all(c.verdict == "不足以下结论" for c in middle.values())
@@ -254,10 +253,11 @@ def test_sink_window(full):
 
 
 @pytest.mark.claim("ch13-sink-long", paper="Gu et al. 2024", results="results/attention-sinks-long.json",
-                   title="实测：多练 2.5 倍，读法不变",
-                   text="2000 步：4 层平均，第一个词元的质量仍比均匀更低（两种开头都「一致」）；bos 第 4 层 0.012 → 0.018 "
-                        "「不足以下结论」，最大的头 0.031（均匀的 1.5 倍）；窗口代价与 800 步比 6 个组合都「不足以下结论」；"
-                        "bos、w = 4 只留窗口的代价与留前 4 个的帮助「一致」；留中间与留开头 6 个组合都「不足以下结论」")
+                   title="实测：多练 2.5 倍，仍没有汇点",
+                   text="2000 步：4 层平均，第一个词元的质量仍比均匀更低（两种开头都「一致」）；bos 第 4 层 0.013 → 0.017 "
+                        "「不足以下结论」，最大的头 0.034（均匀的 1.6 倍）；窗口代价与 800 步比 6 个组合都「不足以下结论」；"
+                        "bos、w = 4 只留窗口的代价「一致」，留前 4 个的帮助「不足以下结论」；留中间与留开头只有 bos、w = 16 "
+                        "「一致」（留开头低约 0.001 nats），其余 5 个组合「不足以下结论」")
 def test_sink_long(full, long):
     assert long["config"]["steps"] == 2000 and long["config"]["seeds"] == full["config"]["seeds"]
     u = ch13_sinks.uniform(long, "first1")
@@ -287,33 +287,27 @@ def test_sink_long(full, long):
     assert all(c.verdict == "不足以下结论" for c in shrink.values())
     assert_reading(CODE, "步比，6 个组合都分不出", shrink[("plain", 4)], stated=nats(shrink[("plain", 4)]))
     window, sinks = modes(long, "bos", 4, "full", "window"), modes(long, "bos", 4, "window", "sinks")
-    assert (window.verdict, window.sign, sinks.verdict, sinks.sign) == ("一致", 1, "一致", -1)
+    assert (window.verdict, window.sign, sinks.verdict) == ("一致", 1, "不足以下结论")
     assert_reading(CODE, "只留窗口的代价在 3 个种子上都更高", window, stated=nats(window))
-    assert_reading(CODE, "留前 4 个比只留窗口的损失更低", sinks, stated=nats(sinks))
+    assert_reading(CODE, "3 个种子看不出留前 4 个能把它补回来", sinks, stated=nats(sinks))
     middle = {(cond, w): modes(long, cond, w, "sinks", "middle") for cond in exp.CONDITIONS for w in long["config"]["windows"]}
-    assert all(c.verdict == "不足以下结论" for c in middle.values())
-    assert_reading(CODE, "留 4 个中间词元与留前 4 个仍分不出高低", middle[("bos", 4)], stated=nats(middle[("bos", 4)]))
+    settled = {k: (c.verdict, c.sign) for k, c in middle.items() if c.verdict != "不足以下结论"}
+    assert settled == {("bos", 16): ("一致", 1)} and round(middle[("bos", 16)].mean_difference, 3) == 0.001
+    assert_reading(CODE, "留 4 个中间词元的损失在 3 个种子上都比留前 4 个更高", middle[("bos", 16)], stated=nats(middle[("bos", 16)]))
+    assert_reading(CODE, "其余 5 个组合仍分不出高低", middle[("bos", 4)], stated=nats(middle[("bos", 4)]))
     layer4 = {d: statistics.fmean(mass(d_, "bos", "trained", "first1")[3]) for d, d_ in (("full", full), ("long", long))}
-    assert round(layer4["full"], 3) == 0.012 and round(layer4["long"], 3) == 0.018
+    assert round(layer4["full"], 3) == 0.013 and round(layer4["long"], 3) == 0.017
     top = max(mass(long, "bos", "trained", "first1")[3])
-    assert round(top, 3) == 0.031 and round(top / u, 1) == 1.5
-    assert round(delta(full, "plain", 4, "window"), 3) == 0.139 and round(delta(long, "plain", 4, "window"), 3) == 0.022
-    assert_states(CODE, "800步时0.012、2000步时0.018", "到了0.031（均匀基线的1.5倍）", "从0.139变成0.022nats")
-    assert_states(DERIVATION, "均匀基线的1.5倍", "留中间与留开头仍分不出高低")
-
-
-def max_abs_difference(a, b) -> float:
-    """Largest |a − b| over the numbers of two nested dicts/lists of the same shape."""
-    if isinstance(a, dict):
-        return max(max_abs_difference(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return max(max_abs_difference(x, y) for x, y in zip(a, b))
-    return abs(a - b)
+    assert round(top, 3) == 0.034 and round(top / u, 1) == 1.6
+    assert round(delta(full, "plain", 4, "window"), 3) == 0.116 and round(delta(long, "plain", 4, "window"), 3) == 0.009
+    assert_states(CODE, "800步时0.013、2000步时0.017", "到了0.034（均匀基线的1.6倍）", "从0.116变成0.009nats")
+    assert_states(DERIVATION, "均匀基线的1.6倍", "其余5个组合仍分不出")
+    assert_reading(DERIVATION, "留中间的损失在 3 个种子上都更高", middle[("bos", 16)], stated=nats(middle[("bos", 16)]))
 
 
 @pytest.mark.claim("ch13-sink-wide", paper="Xiao et al. 2023 (StreamingLLM)", results="results/attention-sinks-wide.json",
                    title="实测：10 个种子，只留窗口的代价定下来了，留开头与留中间分不出",
-                   text="800 步、每种开头 10 个种子（与 3 个种子那次只差舍入，初始化时的注意力相差 < 1e-8，训练后不同）："
+                   text="800 步、每种开头 10 个种子（前 3 个就是 3 个种子那次的运行，逐位相同）："
                         "只留窗口的代价 6 个组合都「一致」更高（bos、w = 16 的区间下端 < 0.001 nats，9 个种子时还「不足以下结论」）；"
                         "留中间与留开头 6 个组合都「不足以下结论」（plain、w = 8 在 9 个种子时是「多数」），均值相差都 < 0.012 nats；"
                         "第一个词元的质量比初始化时更低（都「一致」），逐层 plain 4 层与 bos 第 2 层「一致」、bos 第 1、3 层「多数」、"
@@ -322,18 +316,16 @@ def test_sink_wide(full, wide):
     cfg = wide["config"]
     assert cfg["seeds"] == list(range(10)) and {k: v for k, v in cfg.items() if k != "seeds"} == {
         k: v for k, v in full["config"].items() if k != "seeds"}
-    # 共有的种子：初始化时的注意力只差舍入，训练后已是不同的运行
+    # 共有的种子：同一份代码下是同样的运行
     shared = [(r, s) for r in ch13_sinks.runs_of(full, "plain") + ch13_sinks.runs_of(full, "bos")
               for s in wide["runs"] if (s["condition"], s["seed"]) == (r["condition"], r["seed"])]
-    assert len(shared) == 6
-    assert max(max_abs_difference(r["attention_init"], s["attention_init"]) for r, s in shared) < 1e-8
-    assert all(r["val_loss"] != s["val_loss"] for r, s in shared)
-    assert_states(CODE, "初始化时的注意力权重两次相差不到10^{-8}")
+    assert len(shared) == 6 and all(r == s for r, s in shared)
+    assert_states(CODE, "第一张表的3个种子就是这10个里的前3个，逐位相同")
     cost = {(cond, w): modes(wide, cond, w, "full", "window") for cond in exp.CONDITIONS for w in cfg["windows"]}
     assert all((c.verdict, c.sign) == ("一致", 1) for c in cost.values())
     assert 0 < cost[("bos", 16)].interval[0] < 0.001                              # 「下端几乎贴着 0」
     three_seeds = {k for k in cost if modes(full, *k, "full", "window").verdict != "不足以下结论"}
-    assert three_seeds == {("plain", 16)}
+    assert three_seeds == set()
     for page, fragment, key in ((CODE, "时 plain 只留窗口的损失在 10 个种子上都更高", ("plain", 4)),
                                 (CODE, "bos 的也都更高（平均差 +0.087", ("bos", 4)),
                                 (CODE, "$w=8$ 时 plain 也都更高", ("plain", 8)),
@@ -393,7 +385,7 @@ def test_renderer_writes_every_file(tmp_path, full):
     ch13_sinks.render_cache(data + [{**wide, "_file": "results/attention-sinks-wide.json"}], tmp_path / "wide")
     both = (tmp_path / "wide" / "ch13-sinks-cache.md").read_text(encoding="utf-8")
     assert both.startswith(table.split("<p class")[0]) and "**10 个种子（`--preset wide`）。**" in both
-    assert "种子 [0, 1, 2] 与上表种子相同，但不是同一次运行" in both and both.count("| plain | 4 |") == 2
+    assert "种子 [0, 1, 2] 与上表是同样的运行（逐位相同）。" in both and both.count("| plain | 4 |") == 2
     for render in ch13_sinks.RENDERERS:
         render([], tmp_path / "empty")
     assert "尚无测量结果" in (tmp_path / "empty" / "ch13-sinks.md").read_text(encoding="utf-8")
