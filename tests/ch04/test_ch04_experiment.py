@@ -31,7 +31,7 @@ PRUNE8, PRUNE16 = 2, 8
 SPREAD_MAX = 0.50
 # thresholds for the long preset (6000 steps), stated on the page (code.md, 再多练会怎样)
 LONG_MANY_3000, LONG_MANY_END = 0.95, 0.97
-LONG_SINGLE_PLATEAU, LONG_SINGLE_ESCAPED, LONG_SINGLE_STUCK = 0.15, 0.70, 0.10
+LONG_SINGLE_PLATEAU, LONG_SINGLE_ESCAPED, LONG_SINGLE_STUCK = 0.16, 0.70, 0.10
 FULL_VS_LONG_600 = 0.01
 CODE = chapter("04") + "code.md"
 QUESTIONS = chapter("04") + "questions.md"
@@ -229,7 +229,7 @@ def test_long_run_covers_its_heads_and_steps_and_agrees_with_the_full_preset(lon
 
 @pytest.mark.claim("ch04-long-many-heads", paper="§6.2", results="results/multi-head-long.json",
                    title="h = 64 训练到 6000 步",
-                   text="h = 64（d_k = 1）600 步时的失败是学习速度，不是秩的上限：同样的设置训练到 6000 步（2 个种子），600 步时都低于 60%，3000 步时每个种子都 ≥ 95%，6000 步时都 ≥ 97%；与 h = 8 配对，3000 步时「不足以下结论」，6000 步时 2 个种子上仍都低约 2 个点（「一致」）")
+                   text="h = 64（d_k = 1）600 步时的失败是学习速度，不是秩的上限：同样的设置训练到 6000 步（2 个种子），600 步时都低于 60%，3000 步时每个种子都 ≥ 95%，6000 步时都 ≥ 97%；与 h = 8 配对，3000 步时「不足以下结论」，6000 步时 2 个种子上仍都更低，只低约 0.4 个点（「一致」）")
 def test_many_heads_learn_given_more_steps(long_run):
     for seed, acc in curve(long_run, 64).items():
         assert acc[600] < MANY_MAX
@@ -239,15 +239,16 @@ def test_many_heads_learn_given_more_steps(long_run):
                   f"6000步时都≥{LONG_MANY_END:.0%}")
     at3000, at6000 = compare_heads(long_run, 8, 64, 3000), compare_heads(long_run, 8, 64, 6000)
     assert at3000.verdict == "不足以下结论"
-    assert (at6000.n, at6000.verdict, at6000.sign) == (2, "一致", -1) and -0.03 < at6000.mean_difference < -0.015
+    assert (at6000.n, at6000.verdict, at6000.sign) == (2, "一致", -1) and round(100 * at6000.mean_difference, 1) == -0.4
+    assert_states(CODE, "到了97%以上，与h=8只差不到1个点")
     assert_reading(CODE, "3000 步时 2 个种子分不出两者的高低", at3000, stated=points(at3000))
-    assert_reading(CODE, "2 个种子上 $h=64$ 都仍更低，约低 2 个点", at6000, stated=points(at6000))
-    assert_reading(QUESTIONS, "但 2 个种子上仍都比 8 头更低，约低 2 个点", at6000, stated=points(at6000))
+    assert_reading(CODE, "2 个种子上 $h=64$ 都仍更低，但只低约 0.4 个点", at6000, stated=points(at6000))
+    assert_reading(QUESTIONS, "但 2 个种子上仍都比 8 头更低，只低约 0.4 个点", at6000, stated=points(at6000))
 
 
 @pytest.mark.claim("ch04-long-single-head", paper="§3.2.2", results="results/multi-head-long.json",
                    title="h = 1 训练到 6000 步",
-                   text="h = 1 训练到 6000 步（2 个种子）：3000 步时两个种子都还低于 15%；之后一个种子走出平台，6000 步时 ≥ 70%，另一个到 6000 步仍低于 10%；h = 8 在每个检查点都 ≥ 99.9%；与 h = 8 配对，3000 步时「一致」地更低，6000 步时 2 个种子「不足以下结论」。单头学得慢、依赖种子，但不是学不会")
+                   text="h = 1 训练到 6000 步（2 个种子）：3000 步时两个种子都还低于 16%；之后一个种子走出平台，6000 步时 ≥ 70%，另一个到 6000 步仍低于 10%；h = 8 在每个检查点都 ≥ 99.9%；与 h = 8 配对，3000 步时「一致」地更低，6000 步时 2 个种子「不足以下结论」。单头学得慢、依赖种子，但不是学不会")
 def test_single_head_is_slow_and_seed_dependent(long_run):
     single = curve(long_run, 1)
     assert all(acc[3000] < LONG_SINGLE_PLATEAU for acc in single.values())
@@ -261,7 +262,7 @@ def test_single_head_is_slow_and_seed_dependent(long_run):
     assert_reading(CODE, "3000 步时 2 个种子上 $h=1$ 都更低", at3000, stated=points(at3000))
     assert_reading(CODE, "2 个种子这个预算下定不下", at6000, stated=points(at6000))
     gaps = sorted(round(-100 * d) for d in at6000.differences)
-    assert gaps == [27, 91]
+    assert gaps == [25, 90]
     assert_states(CODE, f"一个差{gaps[0]}个点、一个差{gaps[1]}个点")
 
 
