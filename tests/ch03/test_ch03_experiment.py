@@ -91,25 +91,25 @@ def test_init_logit_std_grows_without_scaling(committed):
 
 
 @pytest.mark.claim("ch03-additive-vs-dot-result", paper="§3.2.1", results="results/additive-vs-dot.json",
-                   text="d_k ≥ 64 时训练结束的准确率：加性注意力每个种子都 ≥ 99.9%；3 个种子逐种子配对，不缩放点积与加性的差只在 d_k = 64 上是「一致」（不缩放更低，不到 0.2 个百分点），d_k = 256 上「不足以下结论」；缩放点积在这两个 d_k 上都比不缩放更高（「一致」）")
+                   text="d_k ≥ 64 时训练结束的准确率：加性注意力每个种子都 ≥ 99.9%；3 个种子逐种子配对，不缩放点积与加性的差只在 d_k = 256 上是「一致」（不缩放更低，约 0.2 个百分点），d_k = 64 上「不足以下结论」；缩放点积与不缩放在这两个 d_k 上都「不足以下结论」")
 def test_committed_result_additive_vs_dot(committed):
     s = summary(committed)
     for d in (64, 256):
         assert s[("additive", d)]["accuracy_min"] >= 0.999
     raw64, raw256 = (compare(committed, "additive", "dot-unscaled", d) for d in (64, 256))
-    assert (raw64.n, raw64.verdict, raw64.sign) == (3, "一致", -1) and abs(raw64.mean_difference) < 0.002
-    assert raw256.verdict == "不足以下结论"
+    assert (raw256.n, raw256.verdict, raw256.sign) == (3, "一致", -1) and abs(raw256.mean_difference) < 0.003
+    assert raw64.verdict == "不足以下结论"
     scaled = [compare(committed, "dot-unscaled", "dot-scaled", d) for d in (64, 256)]
-    assert all((c.verdict, c.sign) == ("一致", 1) for c in scaled)
-    assert_reading(CODE, "3 个种子上不缩放点积的准确率都更低", raw64, stated=points(raw64, 2))
-    assert_reading(CODE, "3 个种子分不出两者的高低", raw256, stated=points(raw256, 2))
+    assert all((c.verdict, c.sign) == ("不足以下结论", 1) for c in scaled)
+    assert_reading(CODE, "3 个种子上不缩放点积的准确率都更低", raw256, stated=points(raw256, 2))
+    assert_reading(CODE, "3 个种子分不出两者的高低", raw64, stated=points(raw64, 2))
     for c in scaled:
-        assert_reading(CODE, "3 个种子上点积都比不缩放时更高", c, stated=points(c, 2))
+        assert_reading(CODE, "但 3 个种子在两个 $d_k$ 上都分不出", c, stated=points(c, 2))
     assert all(compare(committed, "additive", "dot-scaled", d).verdict == "不足以下结论" for d in (64, 256))
     # the conclusion and the questions read the 8-seed file (test_eight_seeds_settle_what_three_left_open)
-    assert_states(CODE, "2048个测试样本里的3到8个")
-    assert {round(abs(d) * committed["config"]["eval_size"]) for c in (raw64, raw256) for d in c.differences} \
-        <= set(range(3, 9))
+    samples = {round(abs(d) * committed["config"]["eval_size"]) for c in (raw64, raw256) for d in c.differences}
+    assert (min(samples), max(samples)) == (0, 6)
+    assert_states(CODE, "2048个测试样本里的0到6个")
 
 
 @pytest.mark.claim("ch03-small-dk-not-similar", paper="§3.2.1", results="results/additive-vs-dot.json",
@@ -177,18 +177,17 @@ def test_scaled_logit_std_is_not_one_after_training(committed):
 
 @pytest.mark.claim("ch03-additive-vs-dot-long", paper="§3.2.1", results="results/additive-vs-dot-long.json",
                    title="加性与点积：8 个种子",
-                   text="同一设置、种子 0–7（现在的代码重跑，种子 0–2 的准确率与 full 的文件最多差 3 个测试样本）："
+                   text="同一设置、种子 0–7（种子 0–2 就是 full 的文件里的运行，逐位相同）："
                         "训练结束时不缩放点积比带偏置的加性注意力低，d_k = 256 上「一致」（每个种子差 3–8 个测试样本），"
                         "d_k = 64 上「多数」；缩放点积比不缩放平均更高（两个 d_k 上都是「多数」），与加性「不足以下结论」；"
                         "d_k = 4 时 8 个种子上加性都比两种点积高（「一致」）；第 200 步 d_k ≤ 64 上两种点积都比加性高（「一致」）")
 def test_eight_seeds_settle_what_three_left_open(long_run, committed):
     eval_size = committed["config"]["eval_size"]
     old = {(r["mechanism"], r["d_k"], r["seed"]): r for r in committed["runs"]}
-    for r in long_run["runs"]:                  # seeds 0–2: full's runs up to float details of the code since then
+    for r in long_run["runs"]:                  # seeds 0–2: the same runs as full's, bit for bit
         if r["seed"] in committed["config"]["seeds"]:
-            o = old[(r["mechanism"], r["d_k"], r["seed"])]
-            assert round(abs(r["final"]["accuracy"] - o["final"]["accuracy"]) * eval_size) <= 3
-            assert round(abs(early_accuracy(r, long_run) - early_accuracy(o, committed)) * eval_size) <= 3
+            assert r == old[(r["mechanism"], r["d_k"], r["seed"])]
+    assert_states(CODE, "种子0、1、2就是上表的运行，逐位相同")
     raw256, raw64 = (compare(long_run, "additive", "dot-unscaled", d) for d in (256, 64))
     assert (raw256.n, raw256.verdict, raw256.sign) == (8, "一致", -1)
     assert {round(-d * eval_size) for d in raw256.differences} <= set(range(3, 9))
@@ -213,7 +212,7 @@ def test_eight_seeds_settle_what_three_left_open(long_run, committed):
     dots64 = min(early_accuracy(runs[(m, 64, s)], long_run) for m in ("dot-scaled", "dot-unscaled") for s in seeds)
     assert_states(CODE, f"加性的8个种子从{100 * additive4[0]:.1f}%到{100 * additive4[-1]:.1f}%",
                   f"加性的8个种子从{100 * additive64[0]:.1f}%到{100 * additive64[-1]:.1f}%，两种点积都≥{100 * dots64:.1f}%",
-                  "最多差3个测试样本", "每个种子差3到8个测试样本")
+                  "每个种子差3到8个测试样本")
     # 「加到 8 个种子」一段
     assert_reading(CODE, "8 个种子上不缩放点积的准确率都比带偏置的加性注意力更低", raw256, stated=points(raw256, 2))
     assert_reading(CODE, "不缩放点积平均更低（不缩放点积 − 加性", raw64, stated=points(raw64, 2))
