@@ -461,7 +461,7 @@ def test_the_sweep_shifts_the_largest_learning_rate(sweep_results):
         if not r["diverged"]:
             assert r["stuck"] == (r["final_loss"] > sweep_results["config"]["stuck_above"])
             assert r["learned"] == (r["final_loss"] < sweep_results["config"]["learned_below"])
-    # 逐种子配对的末尾损失：移一档的两处在 1e-2 上「一致」；3e-2 上 Pre-LN 加预热「一致」，都预热时 Pre-LN 也更低
+    # final losses paired by seed: both one-step shifts are 一致 at 1e-2; at 3e-2 warm-up helps Pre-LN, and both warmed Pre-LN is lower
     warm = paired(sweep_results, ("post", False), ("post", True))
     pre = paired(sweep_results, ("post", False), ("pre", False))
     pre_warm = paired(sweep_results, ("pre", False), ("pre", True), lr=3e-2)

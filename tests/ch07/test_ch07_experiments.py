@@ -157,7 +157,7 @@ def test_extrapolation_results(length):
     assert round(100 * rope256["beyond_min"]) == 33 and round(100 * rope256["beyond_max"]) == 59
     assert round(100 * summary(length, "sinusoid", 64)["beyond_mean"], 1) == 13.4
     assert summary(length, "sinusoid", 128)["beyond_mean"] < 0.10 and summary(length, "sinusoid", 256)["beyond_mean"] < 0.10
-    assert round(100 * summary(length, "sinusoid", 128)["beyond_max"], 1) == 10.0    # 均值不到 10%，单个种子不是
+    assert round(100 * summary(length, "sinusoid", 128)["beyond_max"], 1) == 10.0    # the mean is under 10 %, one seed is not
     assert_states(CODE, "均值13.4%", "33%–59%", "90%以上", "长度128、256上均值不到10%")
     assert_states(DERIVATION, "正弦编码的准确率均值不到10%（单个种子最高10.0%）")
     # 逐种子配对的比较（snippets.stats），页面上的句子按结论措辞
@@ -268,9 +268,9 @@ def test_four_times_the_training(length):
     more = compare(length, "sinusoid", long, "sinusoid", 64)          # 正弦：600 步 → 2400 步
     still = compare(long, "sinusoid", long, "rope", 64)               # 2400 步：正弦 → RoPE
     rope = compare(length, "rope", long, "rope", 256)                 # RoPE：600 步 → 2400 步
+    assert more.n == 5                                                # 600 → 2400 pairs the 5 seeds both files ran
     for page in (CODE, DERIVATION, QUESTIONS):
         fragment = "正弦编码在每个评估长度上 5 个种子都比 600 步时更高" if page == CODE else "都更高（长度 64 上平均差 +7.6"
-        assert more.n == 5
         assert_reading(page, fragment, more, stated=points(more))
     assert_reading(CODE, "仍都比它更高", still, stated=points(still))
     for page in (DERIVATION, QUESTIONS):
@@ -332,7 +332,7 @@ def test_renderer_writes_every_file(tmp_path, length):
     # the two columns of the long table come from runs with different seed counts: the caption says which
     ch07_positional.render_long_table(data + [{**load_results(LONG), "_file": "results/" + lg.LONG_OUT}], tmp_path)
     long_table = (tmp_path / "length-generalization-long.md").read_text(encoding="utf-8")
-    assert "600 步 5 个种子（0–4）；2400 步 11 个种子（0–10）" in long_table and "前 5 个种子两次都跑了" in long_table
+    assert "600 步 5 个种子（0–4）；2400 步 11 个种子（0–10）" in long_table and "种子 0–4 两次都跑了" in long_table
 
 
 @pytest.mark.claim("ch07-nope-long", paper="NoPE (Kazemnejad et al. 2023)", results="results/length-generalization-long.json",
@@ -357,7 +357,7 @@ def test_nope_four_times_the_training(length):
     assert (in_range.verdict, in_range.sign) == ("一致", -1)
     assert [(c.verdict, c.sign) for c in (rope64, rope128, rope256)] == [("多数", -1), ("多数", -1), ("多数", 1)]
     assert [c.n - c.n_agree for c in (rope64, rope128, rope256)] == [2, 2, 3]
-    # 5 个种子时 128、256 还分不出：多出的 6 个种子定下了它们
+    # with the first 5 seeds, 128 and 256 were unsettled: the 6 added seeds settled them
     five = {**long, "runs": [r for r in long["runs"] if r["seed"] < 5]}
     assert [compare(five, "rope", five, "nope", n).verdict for n in lens] == ["多数", "不足以下结论", "不足以下结论"]
     rope_spread = [summary(long, enc, 256) for enc in ("rope", "nope")]

@@ -232,6 +232,7 @@ def test_beta2_memory_or_warmup():
     assert [(c.verdict, c.sign) for c in warm] == [("一致", 1), ("一致", -1)]
     assert (warm_paper.verdict, v_hat.verdict) == ("不足以下结论", "不足以下结论")
     assert round(summary(b, "beta2-999")["v_hat_ratio_mean"], 2) == 1.93 and round(summary(b, "paper")["v_hat_ratio_mean"], 2) == 0.97
+    assert_states(CODE, "（均值1.93，论文设置0.97）")
     assert min(r["v_hat_over_recent_grad_sq"] for r in runs(b, "beta2-999").values()) > 1
     assert_reading(CODE, "与论文设置的困惑度 4 个种子看不出高低", slow[0], stated=describe(slow[0], digits=3))
     assert_reading(CODE, "准确率也看不出（", slow[1], stated=points(slow[1]))

@@ -316,14 +316,14 @@ def test_sink_wide(full, wide):
     cfg = wide["config"]
     assert cfg["seeds"] == list(range(10)) and {k: v for k, v in cfg.items() if k != "seeds"} == {
         k: v for k, v in full["config"].items() if k != "seeds"}
-    # 共有的种子：同一份代码下是同样的运行
+    # shared seeds: the same code, so the same runs
     shared = [(r, s) for r in ch13_sinks.runs_of(full, "plain") + ch13_sinks.runs_of(full, "bos")
               for s in wide["runs"] if (s["condition"], s["seed"]) == (r["condition"], r["seed"])]
     assert len(shared) == 6 and all(r == s for r, s in shared)
     assert_states(CODE, "第一张表的3个种子就是这10个里的前3个，逐位相同")
     cost = {(cond, w): modes(wide, cond, w, "full", "window") for cond in exp.CONDITIONS for w in cfg["windows"]}
     assert all((c.verdict, c.sign) == ("一致", 1) for c in cost.values())
-    assert 0 < cost[("bos", 16)].interval[0] < 0.001                              # 「下端几乎贴着 0」
+    assert 0 < cost[("bos", 16)].interval[0] < 0.001                              # the page: its lower end is close to 0
     three_seeds = {k for k in cost if modes(full, *k, "full", "window").verdict != "不足以下结论"}
     assert three_seeds == set()
     for page, fragment, key in ((CODE, "时 plain 只留窗口的损失在 10 个种子上都更高", ("plain", 4)),
@@ -341,7 +341,7 @@ def test_sink_wide(full, wide):
     assert_states(CODE, "种子平均后两者相差都不到0.012nats")
     four = lambda c: describe(c, " nats", digits=4)                                    # noqa: E731
     assert_reading(CODE, "的代价也在 10 个种子上都更高", cost[("bos", 16)], stated=four(cost[("bos", 16)]))
-    # 9 个种子时 plain、w = 8 是「多数」：多一个种子就变了
+    # with 9 seeds plain w=8 was 多数: the tenth seed changed it
     nine = {k: v for k, v in wide.items() if k != "runs"} | {"runs": [r for r in wide["runs"] if r["seed"] < 9]}
     assert (modes(nine, "plain", 8, "sinks", "middle").verdict, modes(nine, "bos", 16, "full", "window").verdict) == (
         "多数", "不足以下结论")

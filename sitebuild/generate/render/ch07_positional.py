@@ -139,7 +139,8 @@ def render_long_table(results: list[dict], out_dir: Path) -> None:
                     + [_spread(_per_seed(x, s["encoding"], s["length"], "accuracy_beyond")) for x in (full, long)])
     c, seeds = long["config"], [x["config"]["seeds"] for x in (full, long)]
     counts = "；".join(f"{n} 步 {len(s)} 个种子（{s[0]}–{s[-1]}）" for n, s in zip(steps, seeds))
-    same = "种子相同" if seeds[0] == seeds[1] else f"前 {len(set(seeds[0]) & set(seeds[1]))} 个种子两次都跑了"
+    shared = sorted(set(seeds[0]) & set(seeds[1]))
+    same = "种子相同" if seeds[0] == seeds[1] else f"种子 {shared[0]}–{shared[-1]} 两次都跑了"
     text = (f"超出训练长度的位置上的准确率，均值（各种子的最小–最大，单位 %）：{counts}。两次运行只差步数与种子数（{same}），其余设置相同："
             f"训练长度 {c['train_len']}，每个评估长度 {c['eval_sequences']} 条新序列。\n\n")
     write_text(out_dir, "length-generalization-long.md", text + md_table(head, rows) + "\n" + md_caption(full, long))
